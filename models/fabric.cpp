@@ -1,0 +1,201 @@
+#include "models/fabric.h"
+
+#include <chrono>
+#include <set>
+
+#include "models/traffic.h"
+
+namespace fabtwin {
+
+namespace {
+const ParamGroup kRunParams{
+    "run",
+    "run",
+    "Run control",
+    {
+        {"end", ParamType::Time, "\"1s\"",
+         "simulated time limit; a run also stops as soon as no traffic is left", "fabtwin"},
+        {"seed", ParamType::Integer, "1",
+         "seed of every random stream (ECMP source ports, traffic generators)", "fabtwin",
+         "0.."},
+    }};
+const ParamGroup kOutputParams{
+    "output",
+    "output",
+    "Result files",
+    {
+        {"hdf5", ParamType::Text, "(none)",
+         "HDF5 result file, relative to the working directory (--out overrides)", "fabtwin"},
+        {"queue_sample_interval", ParamType::Time, "\"10us\"",
+         "period of the per-port queue-depth samples; \"0us\" turns them off", "fabtwin"},
+    }};
+const std::set<std::string> kSections{"topology", "fabric", "nic", "routing", "traffic", "run",
+                                      "output", "description"};
+const ParamGroup kFabricParams{
+    "fabric", "fabric", "Fabric sections",
+    {{"link", ParamType::List, "{}", "see fabric.link", "fabtwin"},
+     {"switch", ParamType::List, "{}", "see fabric.switch", "fabtwin"}}};
+const ParamGroup kRoutingParams{
+    "routing",
+    "routing",
+    "Routing",
+    {{"algorithm", ParamType::Choice, "\"ecmp\"",
+      "shortest paths; equal-cost paths chosen by a hash of the 5-tuple (UDP source port per QP)",
+      "fabtwin", "ecmp"}}};
+
+const nlohmann::json& section(const nlohmann::json& root, const char* key) {
+  static const nlohmann::json none;
+  return root.contains(key) ? root[key] : none;
+}
+}  // namespace
+
+std::vector<const ParamGroup*> all_param_groups() {
+  std::vector<const ParamGroup*> groups{&kTopologyParams, &kLinkParams,     &Switch::params(),
+                                        &HostNic::params(), &kRoutingParams};
+  for (const ParamGroup* g : traffic_param_groups()) groups.push_back(g);
+  groups.push_back(&kRunParams);
+  groups.push_back(&kOutputParams);
+  return groups;
+}
+
+RunConfig Fabric::read_run_config(const nlohmann::json& scenario) {
+  ParamReader r(section(scenario, "run"), "run", kRunParams);
+  RunConfig c;
+  c.end = r.time("end");
+  c.seed = static_cast<uint64_t>(r.integer("seed"));
+  r.finish();
+  return c;
+}
+
+Fabric::Fabric(const ScenarioDocument& doc) {
+  const nlohmann::json& root = doc.root;
+  for (const auto& [key, value] : root.items()) {
+    if (!kSections.count(key)) {
+      throw ScenarioError(key, "unknown section; a scenario has topology, fabric, nic, routing, "
+                               "traffic, run, output (and extends, description)");
+    }
+  }
+  if (root.contains("description") && !root["description"].is_string()) {
+    throw ScenarioError("description", "expected text, found " + json_text(root["description"]));
+  }
+  scenario_text_ = root.dump(2);
+  scenario_file_ = doc.file.string();
+  run_ = read_run_config(root);
+
+  ParamReader fabric(section(root, "fabric"), "fabric", kFabricParams);
+  fabric.raw("link");
+  fabric.raw("switch");
+  fabric.finish();
+  topology_ = read_topology(root);
+  SwitchConfig switch_config = Switch::read_config(root);
+  const NicConfig nic_config = HostNic::read_config(root);
+  ParamReader routing(section(root, "routing"), "routing", kRoutingParams);
+  routing.choice("algorithm");
+  routing.finish();
+  ParamReader output(section(root, "output"), "output", kOutputParams);
+  if (output.has("hdf5")) output.text("hdf5");
+  switch_config.queue_sample_interval = output.time("queue_sample_interval");
+  output.finish();
+
+  routing_ = std::make_unique<RoutingTable>(topology_);
+  flows_ = generate_traffic(root, topology_, run_.seed, doc.dir);
+
+  sim_ = std::make_unique<Simulator>(run_.seed);
+  for (int v = 0; v < static_cast<int>(topology_.nodes.size()); ++v) {
+    const TopologyNode& node = topology_.nodes[v];
+    if (node.kind == NodeKind::Host) {
+      auto nic = std::make_unique<HostNic>(node.name, pool_, v, nic_config);
+      nics_.push_back(nic.get());
+      sim_->add(std::move(nic));
+    } else {
+      auto sw = std::make_unique<Switch>(node.name, pool_, *routing_, v, switch_config);
+      switches_.push_back(sw.get());
+      sim_->add(std::move(sw));
+    }
+  }
+  auto node_ports = [&](int v) -> std::vector<EgressPort>& {
+    auto& c = static_cast<NetworkNode&>(sim_->component(static_cast<ComponentId>(v)));
+    return c.ports();
+  };
+  for (int v = 0; v < static_cast<int>(topology_.nodes.size()); ++v) {
+    node_ports(v).resize(static_cast<size_t>(topology_.nodes[v].ports));
+  }
+  for (const TopologyLink& l : topology_.links) {
+    EgressPort& a = node_ports(l.a)[l.a_port];
+    EgressPort& b = node_ports(l.b)[l.b_port];
+    a.set_rate(l.rate);
+    b.set_rate(l.rate);
+    a.delay = b.delay = l.delay;
+    a.peer = static_cast<ComponentId>(l.b);
+    a.peer_port = static_cast<uint32_t>(l.b_port);
+    b.peer = static_cast<ComponentId>(l.a);
+    b.peer_port = static_cast<uint32_t>(l.a_port);
+  }
+  for (const FlowSpec& f : flows_) {
+    const uint32_t sq = nics_[f.src]->add_send_qp(f);
+    const uint32_t rq = nics_[f.dst]->add_receive_qp(f, sq);
+    nics_[f.src]->connect_send_qp(sq, rq);
+  }
+  for (HostNic* nic : nics_) nic->begin();
+  for (Switch* sw : switches_) sw->begin();
+}
+
+RunResult Fabric::run(const Simulator::Progress& progress) {
+  const auto wall_start = std::chrono::steady_clock::now();
+  const RunCounters counters = sim_->run(run_.end, progress);
+  const auto wall_end = std::chrono::steady_clock::now();
+
+  RunResult r;
+  r.scenario_text = scenario_text_;
+  r.scenario_file = scenario_file_;
+  r.seed = run_.seed;
+  r.fingerprint = sim_->fingerprint();
+  r.events = counters.events;
+  r.end_time = run_.end;
+  r.last_event_time = counters.last_event_time;
+  r.reached_end = counters.reached_end;
+  r.wall_seconds = std::chrono::duration<double>(wall_end - wall_start).count();
+  r.peak_packets_in_pool = pool_.capacity();
+  r.topology = topology_.kind;
+  r.hosts = topology_.hosts;
+  r.switches = static_cast<int>(switches_.size());
+  r.flows.resize(flows_.size());
+  for (size_t i = 0; i < flows_.size(); ++i) r.flows[i].spec = flows_[i];
+  for (HostNic* nic : nics_) {
+    nic->collect(r.flows);
+    r.data_packets_sent += nic->data_packets_sent();
+  }
+  // Ports in node order; queue samples re-indexed to the global port list.
+  std::vector<uint32_t> first_port(topology_.nodes.size());
+  std::vector<std::vector<std::string>> peer_names(topology_.nodes.size());
+  for (size_t v = 0; v < topology_.nodes.size(); ++v) peer_names[v].resize(topology_.nodes[v].ports);
+  for (const TopologyLink& l : topology_.links) {
+    peer_names[l.a][l.a_port] = topology_.nodes[l.b].name;
+    peer_names[l.b][l.b_port] = topology_.nodes[l.a].name;
+  }
+  for (size_t v = 0; v < topology_.nodes.size(); ++v) {
+    first_port[v] = static_cast<uint32_t>(r.ports.size());
+    const auto& node = static_cast<NetworkNode&>(sim_->component(static_cast<ComponentId>(v)));
+    for (uint32_t p = 0; p < node.ports().size(); ++p) {
+      const EgressPort& port = node.ports()[p];
+      PortRecord rec;
+      rec.node = topology_.nodes[v].name;
+      rec.switch_port = topology_.nodes[v].kind == NodeKind::Switch;
+      rec.port = p;
+      rec.peer = peer_names[v][p];
+      rec.rate = port.rate;
+      rec.busy_time = port.busy_time;
+      rec.counters = port.counters;
+      r.ports.push_back(std::move(rec));
+    }
+  }
+  for (size_t s = 0; s < switches_.size(); ++s) {
+    const int v = topology_.hosts + static_cast<int>(s);
+    for (const QueueSample& q : switches_[s]->queue_samples()) {
+      r.queue_samples.push_back({q.time, first_port[v] + q.port, q.bytes});
+    }
+  }
+  return r;
+}
+
+}  // namespace fabtwin

@@ -1,0 +1,52 @@
+// A whole simulated fabric built from a scenario: topology, routing, switches, NICs and
+// traffic on one simulator. Building it checks the scenario completely, so a mistake is
+// reported before anything runs or is written.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "models/host_nic.h"
+#include "models/routing.h"
+#include "models/run_result.h"
+#include "models/switch.h"
+#include "models/topology.h"
+#include "sim/scenario_file.h"
+#include "sim/simulator.h"
+
+namespace fabtwin {
+
+struct RunConfig {
+  Time end{};
+  uint64_t seed = 1;
+};
+
+class Fabric {
+ public:
+  explicit Fabric(const ScenarioDocument& scenario);
+
+  RunResult run(const Simulator::Progress& progress = {});
+
+  const Topology& topology() const { return topology_; }
+  const std::vector<FlowSpec>& flows() const { return flows_; }
+  const RunConfig& run_config() const { return run_; }
+
+  static RunConfig read_run_config(const nlohmann::json& scenario);
+
+ private:
+  std::string scenario_text_;
+  std::string scenario_file_;
+  RunConfig run_;
+  Topology topology_;
+  std::unique_ptr<RoutingTable> routing_;
+  PacketPool pool_;
+  std::unique_ptr<Simulator> sim_;
+  std::vector<HostNic*> nics_;
+  std::vector<Switch*> switches_;
+  std::vector<FlowSpec> flows_;
+};
+
+// Every parameter group fabtwin declares, in the order `fabtwin describe` prints them.
+std::vector<const ParamGroup*> all_param_groups();
+
+}  // namespace fabtwin

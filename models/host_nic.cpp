@@ -1,0 +1,325 @@
+#include "models/host_nic.h"
+
+#include <algorithm>
+
+#include "models/routing.h"
+
+namespace fabtwin {
+
+namespace {
+const ParamGroup kNicParams{
+    "nic",
+    "nic",
+    "Host NIC and RC queue pairs",
+    {
+        {"mtu", ParamType::Bytes, "\"4096B\"",
+         "payload bytes per packet (RoCE path MTU: 256B, 512B, 1024B, 2048B or 4096B on real "
+         "NICs; any size is accepted for what-if studies)",
+         "IB/RoCE active MTU 4096 with jumbo Ethernet frames"},
+        {"ack_every", ParamType::Integer, "1",
+         "the responder acknowledges every n-th in-order packet (and always the last one)",
+         "fabtwin; one ACK per packet as in the HPCC ns-3 model", "1..65536"},
+        {"ack_timeout", ParamType::Time, "\"67.108864ms\"",
+         "requester retransmits go-back-N from the oldest unacknowledged packet after this long "
+         "without progress",
+         "InfiniBand local ACK timeout 4.096us x 2^14 (perftest's default exponent 14)"},
+    }};
+}  // namespace
+
+const ParamGroup& HostNic::params() { return kNicParams; }
+
+NicConfig HostNic::read_config(const nlohmann::json& scenario) {
+  const nlohmann::json none;
+  ParamReader r(scenario.contains("nic") ? scenario["nic"] : none, "nic", kNicParams);
+  NicConfig c;
+  c.mtu = r.bytes("mtu");
+  if (c.mtu.count < 1 || c.mtu.count > 9000) {
+    throw ScenarioError(r.path_of("mtu"), "expected a payload of 1B to 9000B, found " +
+                                              format_bytes(c.mtu));
+  }
+  c.ack_every = static_cast<int>(r.integer("ack_every"));
+  c.ack_timeout = r.time("ack_timeout");
+  if (c.ack_timeout.ps <= 0) {
+    throw ScenarioError(r.path_of("ack_timeout"), "expected a positive time, found " +
+                                                      format_time(c.ack_timeout));
+  }
+  r.finish();
+  return c;
+}
+
+HostNic::HostNic(std::string name, PacketPool& pool, int host, const NicConfig& config)
+    : NetworkNode(std::move(name), pool), host_(host), config_(config) {}
+
+uint32_t HostNic::add_send_qp(const FlowSpec& flow) {
+  SendQp qp;
+  qp.flow = flow;
+  qp.packets = static_cast<uint32_t>((flow.size.count + config_.mtu.count - 1) / config_.mtu.count);
+  // RoCE NICs derive the UDP source port from the QP; it is what gives ECMP its entropy.
+  const auto udp_source_port = static_cast<uint16_t>(49152 + rng().below(16384));
+  qp.hash = roce_flow_hash(static_cast<uint32_t>(flow.src), static_cast<uint32_t>(flow.dst),
+                           udp_source_port);
+  qp.rate = ports_.at(0).rate;
+  qp.record.spec = flow;
+  send_qps_.push_back(qp);
+  return static_cast<uint32_t>(send_qps_.size() - 1);
+}
+
+uint32_t HostNic::add_receive_qp(const FlowSpec& flow, uint32_t sender_qp) {
+  ReceiveQp rq;
+  rq.flow = flow.id;
+  rq.src = flow.src;
+  rq.sender_qp = sender_qp;
+  rq.packets = static_cast<uint32_t>((flow.size.count + config_.mtu.count - 1) / config_.mtu.count);
+  const auto udp_source_port = static_cast<uint16_t>(49152 + rng().below(16384));
+  rq.hash = roce_flow_hash(static_cast<uint32_t>(host_), static_cast<uint32_t>(flow.src),
+                           udp_source_port);
+  rq.priority = flow.priority;
+  receive_qps_.push_back(rq);
+  return static_cast<uint32_t>(receive_qps_.size() - 1);
+}
+
+void HostNic::connect_send_qp(uint32_t qp, uint32_t receiver_qp) {
+  send_qps_[qp].receiver_qp = receiver_qp;
+}
+
+void HostNic::begin() {
+  start_order_.resize(send_qps_.size());
+  for (uint32_t i = 0; i < send_qps_.size(); ++i) start_order_[i] = i;
+  std::sort(start_order_.begin(), start_order_.end(), [&](uint32_t a, uint32_t b) {
+    const FlowSpec &fa = send_qps_[a].flow, &fb = send_qps_[b].flow;
+    return fa.start < fb.start || (fa.start == fb.start && fa.id < fb.id);
+  });
+  for (size_t i = 0; i < send_qps_.size(); ++i) hold_work();  // released as each completes
+  if (!start_order_.empty()) {
+    schedule_self(send_qps_[start_order_[0]].flow.start, kFlowStart, 0);
+  }
+}
+
+void HostNic::activate(uint32_t qp) {
+  SendQp& q = send_qps_[qp];
+  if (q.active || q.done) return;
+  q.active = true;
+  rotation_.push_back(qp);
+}
+
+void HostNic::on_timer(const Event& e) {
+  switch (kind_handler(e.kind)) {
+    case kFlowStart:
+      while (next_start_ < start_order_.size() &&
+             send_qps_[start_order_[next_start_]].flow.start <= now()) {
+        const uint32_t qp = start_order_[next_start_++];
+        if (send_qps_[qp].packets == 0) {  // an empty message completes at once
+          complete(send_qps_[qp]);
+          continue;
+        }
+        activate(qp);
+      }
+      if (next_start_ < start_order_.size()) {
+        schedule_self(send_qps_[start_order_[next_start_]].flow.start, kFlowStart, 0);
+      }
+      pump();
+      break;
+    case kAckTimeout: {
+      SendQp& qp = send_qps_[e.data];
+      qp.timer_scheduled = false;
+      if (qp.done) break;
+      if (now() < qp.deadline) {
+        arm_timer(qp);
+        break;
+      }
+      ++qp.record.timeouts;
+      go_back_to(qp, qp.unacked_psn);
+      qp.deadline = now() + config_.ack_timeout;
+      arm_timer(qp);
+      pump();
+      break;
+    }
+    case kPacingWake:
+      wake_at_ = Time::max();
+      pump();
+      break;
+    default:
+      break;
+  }
+}
+
+void HostNic::arm_timer(SendQp& qp) {
+  if (qp.timer_scheduled) return;
+  qp.timer_scheduled = true;
+  schedule_self(qp.deadline, kAckTimeout, static_cast<uint64_t>(&qp - send_qps_.data()));
+}
+
+void HostNic::go_back_to(SendQp& qp, uint32_t psn) {
+  if (psn < qp.next_psn) qp.record.packets_retransmitted += qp.next_psn - psn;
+  qp.next_psn = psn;
+  activate(static_cast<uint32_t>(&qp - send_qps_.data()));
+}
+
+void HostNic::on_transmit_done(uint32_t) { pump(); }
+
+void HostNic::pump() {
+  EgressPort& port = ports_[0];
+  if (!port_free(0)) {
+    request_transmit_done(0);
+    return;
+  }
+  const int prio = port.next_priority();
+  if (prio >= 0) {  // responder ACKs/NAKs go ahead of new data
+    transmit(0, port.queues[prio].pop());
+  } else if (!send_next_data_packet()) {
+    return;
+  }
+  if (port.next_priority() >= 0 || !rotation_.empty()) request_transmit_done(0);
+}
+
+bool HostNic::send_next_data_packet() {
+  Time earliest = Time::max();
+  for (size_t tried = 0; tried < rotation_.size(); ++tried) {
+    if (rotation_next_ >= rotation_.size()) rotation_next_ = 0;
+    const uint32_t index = rotation_[rotation_next_];
+    SendQp& qp = send_qps_[index];
+    if (qp.next_send > now()) {
+      earliest = std::min(earliest, qp.next_send);
+      ++rotation_next_;
+      continue;
+    }
+    Packet* p = pool_.acquire();
+    const uint32_t psn = qp.next_psn++;
+    const int64_t offset = static_cast<int64_t>(psn) * config_.mtu.count;
+    p->type = PacketType::Data;
+    p->flow = qp.flow.id;
+    p->src_host = static_cast<uint32_t>(host_);
+    p->dst_host = static_cast<uint32_t>(qp.flow.dst);
+    p->sender_qp = index;
+    p->receiver_qp = qp.receiver_qp;
+    p->psn = psn;
+    p->ecmp_hash = qp.hash;
+    p->payload = static_cast<int32_t>(std::min<int64_t>(config_.mtu.count, qp.flow.size.count - offset));
+    p->frame = roce::data_frame(p->payload, psn == 0);
+    p->priority = static_cast<uint8_t>(qp.flow.priority);
+    p->ecn = Ecn::Ect0;
+    p->sent = now();
+    if (qp.unacked_psn == psn) qp.deadline = now() + config_.ack_timeout;
+    if (qp.rate < ports_[0].rate) qp.next_send = now() + roce::wire_time(p->frame, qp.rate);
+    ++qp.record.packets_sent;
+    ++data_packets_sent_;
+    arm_timer(qp);
+    if (qp.next_psn >= qp.packets) {  // everything sent; leaves the rotation until a rewind
+      qp.active = false;
+      rotation_.erase(rotation_.begin() + static_cast<std::ptrdiff_t>(rotation_next_));
+    } else {
+      ++rotation_next_;
+    }
+    transmit(0, p);
+    return true;
+  }
+  if (earliest != Time::max() && earliest < wake_at_) {
+    wake_at_ = earliest;
+    schedule_self(earliest, kPacingWake, 0);
+  }
+  return false;
+}
+
+void HostNic::on_arrival(uint32_t, Packet* p) {
+  switch (p->type) {
+    case PacketType::Data:
+      on_data(p);
+      break;
+    case PacketType::Ack:
+      on_ack(*p);
+      break;
+    case PacketType::Nak:
+      on_nak(*p);
+      break;
+    default:
+      break;
+  }
+  pool_.release(p);
+}
+
+void HostNic::on_data(Packet* p) {
+  ReceiveQp& rq = receive_qps_[p->receiver_qp];
+  if (p->psn == rq.expected_psn) {
+    ++rq.expected_psn;
+    rq.bytes += p->payload;
+    rq.nak_outstanding = false;
+    if (rq.expected_psn == rq.packets) rq.last_byte = now();
+    if (rq.expected_psn % static_cast<uint32_t>(config_.ack_every) == 0 ||
+        rq.expected_psn == rq.packets) {
+      send_control(PacketType::Ack, rq);
+    }
+  } else if (p->psn > rq.expected_psn) {
+    // Sequence error: one NAK per gap (IB responder behaviour); the requester goes back.
+    if (!rq.nak_outstanding) {
+      rq.nak_outstanding = true;
+      send_control(PacketType::Nak, rq);
+    }
+  } else {
+    send_control(PacketType::Ack, rq);  // duplicate: re-acknowledge what we have
+  }
+}
+
+void HostNic::send_control(PacketType type, const ReceiveQp& rq) {
+  Packet* a = pool_.acquire();
+  a->type = type;
+  a->flow = rq.flow;
+  a->src_host = static_cast<uint32_t>(host_);
+  a->dst_host = static_cast<uint32_t>(rq.src);
+  a->sender_qp = rq.sender_qp;
+  a->psn = rq.expected_psn;
+  a->ecmp_hash = rq.hash;
+  a->frame = roce::ack_frame();
+  a->priority = static_cast<uint8_t>(rq.priority);
+  a->sent = now();
+  ports_[0].enqueue(a);
+  pump();
+}
+
+void HostNic::on_ack(const Packet& p) {
+  SendQp& qp = send_qps_[p.sender_qp];
+  if (qp.done || p.psn <= qp.unacked_psn) return;
+  qp.unacked_psn = p.psn;
+  if (qp.next_psn < qp.unacked_psn) qp.next_psn = qp.unacked_psn;
+  qp.deadline = now() + config_.ack_timeout;
+  if (qp.unacked_psn >= qp.packets) {
+    complete(qp);
+    if (qp.active) {
+      qp.active = false;
+      const auto it = std::find(rotation_.begin(), rotation_.end(), p.sender_qp);
+      rotation_.erase(it);
+    }
+  }
+}
+
+void HostNic::complete(SendQp& qp) {
+  qp.done = true;
+  qp.record.completed = true;
+  qp.record.finish = now();
+  release_work();
+}
+
+void HostNic::on_nak(const Packet& p) {
+  SendQp& qp = send_qps_[p.sender_qp];
+  if (qp.done || p.psn < qp.unacked_psn) return;
+  qp.unacked_psn = p.psn;  // a NAK also acknowledges everything before it
+  qp.deadline = now() + config_.ack_timeout;
+  go_back_to(qp, p.psn);
+  pump();
+}
+
+void HostNic::collect(std::vector<FlowRecord>& records) const {
+  for (const SendQp& qp : send_qps_) {
+    FlowRecord& r = records[qp.flow.id];
+    const int64_t received = r.bytes_received;
+    const Time last = r.last_byte_received;
+    r = qp.record;
+    r.bytes_received = received;
+    r.last_byte_received = last;
+  }
+  for (const ReceiveQp& rq : receive_qps_) {
+    records[rq.flow].bytes_received = rq.bytes;
+    records[rq.flow].last_byte_received = rq.last_byte;
+  }
+}
+
+}  // namespace fabtwin

@@ -1,0 +1,105 @@
+// A host's RoCEv2 NIC with reliable-connected queue pairs. As requester it segments each
+// message into MTU-sized packets, paces them at the line (or the QP's) rate and recovers
+// losses go-back-N on a NAK or a timeout; as responder it delivers in order and ACKs.
+#pragma once
+
+#include <vector>
+
+#include "models/flow.h"
+#include "models/network_node.h"
+#include "sim/params.h"
+
+namespace fabtwin {
+
+struct NicConfig {
+  Bytes mtu{4096};         // payload bytes per packet (RoCE path MTU)
+  int ack_every = 1;       // responder ACKs every n-th in-order packet and the last one
+  Time ack_timeout{};      // requester retransmits from the first unacknowledged PSN
+};
+
+class HostNic final : public NetworkNode {
+ public:
+  HostNic(std::string name, PacketPool& pool, int host, const NicConfig& config);
+
+  // Registers a flow this host sends (requester side) or receives (responder side).
+  // Both sides must be added before begin(); `peer_qp` links the two halves.
+  uint32_t add_send_qp(const FlowSpec& flow);
+  uint32_t add_receive_qp(const FlowSpec& flow, uint32_t sender_qp);
+  void connect_send_qp(uint32_t qp, uint32_t receiver_qp);
+  // Schedules the first flow start; call once the NIC is added to a simulator.
+  void begin();
+
+  // Fills the parts of each flow's record this NIC knows (requester or responder side).
+  void collect(std::vector<FlowRecord>& records) const;
+  int64_t data_packets_sent() const { return data_packets_sent_; }
+
+  static const ParamGroup& params();
+  static NicConfig read_config(const nlohmann::json& scenario);
+
+ protected:
+  void on_arrival(uint32_t port, Packet* p) override;
+  void on_transmit_done(uint32_t port) override;
+  void on_timer(const Event& e) override;
+
+ private:
+  // The ACK timer is background: it is usually cancelled by progress, so an incomplete flow
+  // holds the run open instead (hold_work) until it completes.
+  enum Handler : uint32_t {
+    kFlowStart = kFirstModelHandler,
+    kPacingWake,
+    kAckTimeout = kBackgroundHandler | kFirstModelHandler,
+  };
+
+
+  struct SendQp {
+    FlowSpec flow;
+    uint32_t packets = 0;      // PSNs 0 .. packets-1
+    uint32_t receiver_qp = 0;
+    uint32_t hash = 0;         // 5-tuple hash with this QP's UDP source port
+    uint32_t next_psn = 0;     // next PSN to send
+    uint32_t unacked_psn = 0;  // oldest PSN not yet acknowledged
+    bool active = false;       // in the send rotation
+    bool done = false;
+    bool timer_scheduled = false;
+    Time deadline{};           // retransmit if no progress by then
+    Time next_send{};          // pacing: earliest time of the next packet
+    BitsPerSec rate{};         // current sending rate (line rate unless a CC lowers it)
+    FlowRecord record;
+  };
+  struct ReceiveQp {
+    uint32_t flow = 0;
+    int src = 0;
+    uint32_t sender_qp = 0;
+    uint32_t packets = 0;
+    uint32_t hash = 0;
+    int priority = 0;
+    uint32_t expected_psn = 0;
+    bool nak_outstanding = false;
+    int64_t bytes = 0;
+    Time last_byte{};
+  };
+
+  void complete(SendQp& qp);
+  void pump();
+  bool send_next_data_packet();
+  void activate(uint32_t qp);
+  void on_data(Packet* p);
+  void on_ack(const Packet& p);
+  void on_nak(const Packet& p);
+  void send_control(PacketType type, const ReceiveQp& rq);
+  void arm_timer(SendQp& qp);
+  void go_back_to(SendQp& qp, uint32_t psn);
+
+  int host_;
+  NicConfig config_;
+  std::vector<SendQp> send_qps_;
+  std::vector<ReceiveQp> receive_qps_;
+  std::vector<uint32_t> start_order_;  // send QPs by (start, flow id)
+  size_t next_start_ = 0;
+  std::vector<uint32_t> rotation_;     // active send QPs, served round robin
+  size_t rotation_next_ = 0;
+  Time wake_at_ = Time::max();          // a pacing wake-up is scheduled for this time
+  int64_t data_packets_sent_ = 0;
+};
+
+}  // namespace fabtwin

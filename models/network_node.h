@@ -1,0 +1,78 @@
+// Common base of switches and host NICs: a set of egress ports and the link contract.
+// A packet handed to transmit() belongs to the link until it arrives at the peer, which then
+// owns it (forwards it, consumes it and releases it to the pool, or drops it).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "models/egress_port.h"
+#include "models/packet.h"
+#include "sim/simulator.h"
+
+namespace fabtwin {
+
+// Event handlers every network node understands; models add their own from kFirstModelHandler.
+enum NodeHandler : uint32_t {
+  kPacketArrival = 1,  // index = ingress port, data = Packet*
+  kTransmitDone = 2,   // index = egress port
+  kFirstModelHandler = 8,
+};
+
+class NetworkNode : public Component {
+ public:
+  NetworkNode(std::string name, PacketPool& pool) : Component(std::move(name)), pool_(pool) {}
+
+  std::vector<EgressPort>& ports() { return ports_; }
+  const std::vector<EgressPort>& ports() const { return ports_; }
+
+  void handle(const Event& e) final {
+    switch (kind_handler(e.kind)) {
+      case kPacketArrival:
+        on_arrival(kind_index(e.kind), reinterpret_cast<Packet*>(e.data));
+        break;
+      case kTransmitDone:
+        ports_[kind_index(e.kind)].done_scheduled = false;
+        on_transmit_done(kind_index(e.kind));
+        break;
+      default:
+        on_timer(e);
+    }
+  }
+
+ protected:
+  virtual void on_arrival(uint32_t port, Packet* p) = 0;
+  virtual void on_transmit_done(uint32_t port) = 0;
+  virtual void on_timer(const Event& e) = 0;
+
+  bool port_free(uint32_t port_index) const { return ports_[port_index].busy_until <= now(); }
+
+  // Asks for on_transmit_done() when the frame now on the wire of `port` ends. Only owners
+  // with more to send ask, so an idle port costs no event.
+  void request_transmit_done(uint32_t port_index) {
+    EgressPort& port = ports_[port_index];
+    if (port.done_scheduled) return;
+    port.done_scheduled = true;
+    schedule_self(port.busy_until, make_kind(kTransmitDone, port_index), 0);
+  }
+
+  // Puts `p` on the free wire of `port` now: the port is busy for the frame's wire time and
+  // the peer receives the whole frame (store and forward) one propagation delay later.
+  void transmit(uint32_t port_index, Packet* p) {
+    EgressPort& port = ports_[port_index];
+    const Time wire = port.wire_time(p->frame);
+    port.busy_until = now() + wire;
+    port.busy_time += wire;
+    PriorityCounters& c = port.counters[p->priority];
+    ++c.tx_packets;
+    c.tx_bytes += p->frame;
+    ++p->hops;
+    schedule(now() + wire + port.delay, port.peer, make_kind(kPacketArrival, port.peer_port),
+             reinterpret_cast<uint64_t>(p));
+  }
+
+  PacketPool& pool_;
+  std::vector<EgressPort> ports_;
+};
+
+}  // namespace fabtwin

@@ -1,0 +1,15 @@
+#include "models/packet.h"
+
+namespace fabtwin {
+
+void PacketPool::grow() {
+  chunks_.push_back(std::make_unique<Packet[]>(kChunk));
+  Packet* chunk = chunks_.back().get();
+  for (size_t i = 0; i < kChunk; ++i) {
+    chunk[i].next_free = free_;
+    free_ = &chunk[i];
+  }
+  capacity_ += kChunk;
+}
+
+}  // namespace fabtwin

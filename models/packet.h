@@ -1,0 +1,68 @@
+// A RoCEv2 packet as the fabric sees it, and the pool packets come from.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "sim/units.h"
+
+namespace fabtwin {
+
+enum class PacketType : uint8_t { Data, Ack, Nak, Cnp, Pause };
+
+// ECN codepoint of the IP header (RFC 3168).
+enum class Ecn : uint8_t { NotEct = 0, Ect1 = 1, Ect0 = 2, Ce = 3 };
+
+// Only the header fields the models act on are kept; `frame` is the Ethernet frame length
+// (headers + payload + FCS) that queues and buffers account for. See roce_framing.h.
+struct Packet {
+  uint32_t flow = 0;         // flow (message) id, global
+  uint32_t src_host = 0;     // host index of the sender of this packet
+  uint32_t dst_host = 0;     // host index it is addressed to
+  uint32_t sender_qp = 0;    // requester's local QP index (ACK/NAK lookup)
+  uint32_t receiver_qp = 0;  // responder's local QP index (data lookup)
+  uint32_t psn = 0;          // packet sequence number; for ACK/NAK: the next expected PSN
+  uint32_t ecmp_hash = 0;    // hash of the 5-tuple (UDP source port varies per QP)
+  int32_t payload = 0;       // payload bytes
+  int32_t frame = 0;         // Ethernet frame bytes: headers + payload + FCS
+  PacketType type = PacketType::Data;
+  uint8_t priority = 0;      // 802.1p priority / traffic class 0..7
+  uint8_t dscp = 0;
+  Ecn ecn = Ecn::NotEct;
+  uint16_t hops = 0;
+  uint16_t ingress_port = 0;  // set by a switch on arrival
+  Time sent{};                // when the NIC put it on the wire
+  Packet* next_free = nullptr;
+};
+
+// Packets are recycled through a free list; chunks are never returned until the pool dies,
+// so steady state allocates nothing per packet.
+class PacketPool {
+ public:
+  Packet* acquire() {
+    if (!free_) grow();
+    Packet* p = free_;
+    free_ = p->next_free;
+    *p = Packet{};
+    ++in_use_;
+    return p;
+  }
+  void release(Packet* p) {
+    p->next_free = free_;
+    free_ = p;
+    --in_use_;
+  }
+  int64_t in_use() const { return in_use_; }
+  int64_t capacity() const { return capacity_; }
+
+ private:
+  void grow();
+  static constexpr size_t kChunk = 4096;
+  std::vector<std::unique_ptr<Packet[]>> chunks_;
+  Packet* free_ = nullptr;
+  int64_t in_use_ = 0;
+  int64_t capacity_ = 0;
+};
+
+}  // namespace fabtwin

@@ -1,0 +1,55 @@
+// Everything a run produces, gathered after the last event: the input to the summary, the
+// JSON report and the HDF5 file.
+#pragma once
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "models/egress_port.h"
+#include "models/flow.h"
+
+namespace fabtwin {
+
+struct PortRecord {
+  std::string node;       // node name
+  bool switch_port = false;
+  uint32_t port = 0;
+  std::string peer;       // node at the other end
+  BitsPerSec rate{};
+  Time busy_time{};       // time spent serializing frames
+  std::array<PriorityCounters, kPriorities> counters{};
+
+  int64_t tx_packets() const;
+  int64_t tx_bytes() const;
+  int64_t drops() const;
+  int64_t max_queue_bytes() const;  // deepest single priority queue
+};
+
+struct QueueDepthSample {
+  Time time;
+  uint32_t port;  // index into RunResult::ports
+  int64_t bytes;
+};
+
+struct RunResult {
+  std::string scenario_text;  // merged scenario, as run
+  std::string scenario_file;
+  uint64_t seed = 0;
+  uint64_t fingerprint = 0;
+  uint64_t events = 0;
+  Time end_time{};            // the configured end
+  Time last_event_time{};
+  bool reached_end = false;   // stopped at end with work pending
+  double wall_seconds = 0;    // wall clock (the only non-deterministic figure)
+  int64_t data_packets_sent = 0;
+  int64_t peak_packets_in_pool = 0;
+  std::string topology;
+  int hosts = 0;
+  int switches = 0;
+  std::vector<FlowRecord> flows;
+  std::vector<PortRecord> ports;
+  std::vector<QueueDepthSample> queue_samples;
+};
+
+}  // namespace fabtwin

@@ -1,0 +1,86 @@
+#include "sim/cli/bench.h"
+
+#include <sys/resource.h>
+
+#include <boost/program_options.hpp>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+
+#include "models/fabric.h"
+#include "sim/cli/report.h"
+#include "sim/event_queue.h"
+
+namespace fabtwin {
+namespace {
+
+double peak_rss_mb() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
+}
+
+// Hold model: keep `pending` events queued; pop the earliest, push one a random delay later.
+void queue_microbenchmark() {
+  std::printf("%10s %14s %12s\n", "pending", "operations", "M hold/s");
+  for (size_t pending : {1000u, 10000u, 100000u, 1000000u}) {
+    EventQueue q;
+    Rng rng(1, 1);
+    uint64_t seq = 0;
+    for (size_t i = 0; i < pending; ++i) {
+      q.push(Event{Time{static_cast<int64_t>(rng.below(1000000))}, seq++, 0, 0, 0});
+    }
+    const size_t operations = 20'000'000;
+    const auto start = std::chrono::steady_clock::now();
+    for (size_t i = 0; i < operations; ++i) {
+      const Event e = q.pop();
+      q.push(Event{e.time + Time{static_cast<int64_t>(rng.below(1000000))}, seq++, 0, 0, 0});
+    }
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::printf("%10zu %14zu %12.2f\n", pending, operations, static_cast<double>(operations) / s / 1e6);
+  }
+}
+
+}  // namespace
+
+int command_bench(const std::vector<std::string>& args) {
+  namespace po = boost::program_options;
+  po::options_description opts("fabtwin bench");
+  std::string scenario =
+      std::string(FABTWIN_SOURCE_DIR) + "/scenarios/bench/fat_tree_k8_permutation.json";
+  std::vector<std::string> sets;
+  opts.add_options()("help,h", "this help")("queue", "event-queue microbenchmark instead")(
+      "scenario", po::value(&scenario), "workload scenario (default: the standard benchmark)")(
+      "set", po::value(&sets)->composing(), "override a scenario value: path=value");
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(opts).run(), vm);
+  po::notify(vm);
+  if (vm.count("help")) {
+    std::cout << opts;
+    return 0;
+  }
+  if (vm.count("queue")) {
+    queue_microbenchmark();
+    return 0;
+  }
+  const double rss_before = peak_rss_mb();
+  Fabric fabric(load_scenario(scenario, sets));
+  const RunResult r = fabric.run();
+  const RunFigures f = run_figures(r);
+  std::printf("workload            %s\n", scenario.c_str());
+  std::printf("flows completed     %lld of %lld\n", static_cast<long long>(f.completed),
+              static_cast<long long>(f.flows));
+  std::printf("simulated time      %s\n", format_time(r.last_event_time).c_str());
+  std::printf("events              %llu\n", static_cast<unsigned long long>(r.events));
+  std::printf("data packets        %lld\n", static_cast<long long>(r.data_packets_sent));
+  std::printf("wall time           %.3f s\n", r.wall_seconds);
+  std::printf("events/s            %.3f M\n", f.events_per_second / 1e6);
+  std::printf("data packets/s      %.1f k\n", f.data_packets_per_second / 1e3);
+  std::printf("peak memory         %.1f MB (process RSS; %.1f MB before building the fabric)\n",
+              peak_rss_mb(), rss_before);
+  std::printf("packet pool         %lld packets (peak in use)\n", static_cast<long long>(r.peak_packets_in_pool));
+  std::printf("fingerprint         %s\n", hex64(r.fingerprint).c_str());
+  return 0;
+}
+
+}  // namespace fabtwin

@@ -1,0 +1,138 @@
+// The HDF5 result file; layout documented in docs/hdf5-schema.md (schema version 1).
+#include <cstring>
+
+#include "sim/cli/atomic_file.h"
+#include "sim/cli/report.h"
+#include "sim/hdf5_file.h"
+
+namespace fabtwin {
+namespace {
+
+constexpr size_t kNameLength = 32;
+
+struct FlowRow {
+  uint32_t id;
+  int32_t src, dst, priority;
+  int64_t size_bytes, start_ps, finish_ps, fct_ps;
+  double goodput_bps;
+  uint8_t completed;
+  int64_t bytes_received, last_byte_ps, packets_sent, packets_retransmitted, timeouts;
+};
+
+struct PortRow {
+  char node[kNameLength];
+  uint32_t port;
+  char peer[kNameLength];
+  uint8_t is_switch;
+  int64_t rate_bps, busy_ps, tx_packets, tx_bytes, drops, max_queue_bytes;
+};
+
+struct PortPriorityRow {
+  uint32_t port_index;
+  uint8_t priority;
+  int64_t tx_packets, tx_bytes, drops, drop_bytes, max_queue_bytes;
+};
+
+struct QueueRow {
+  int64_t time_ps;
+  uint32_t port_index;
+  int64_t bytes;
+};
+
+void copy_name(char (&dst)[kNameLength], const std::string& src) {
+  std::memset(dst, 0, kNameLength);
+  std::memcpy(dst, src.data(), std::min(src.size(), kNameLength));
+}
+
+#define FIELD(Row, member, type) Hdf5Field{#member, offsetof(Row, member), type}
+
+void write_contents(const RunResult& r, const std::filesystem::path& path) {
+  Hdf5File h5(path.string());
+  h5.attribute("fabtwin_version", std::string(kVersion));
+  h5.attribute("schema_version", int64_t{kHdf5SchemaVersion});
+  h5.attribute("source", std::string("simulation"));
+  h5.attribute("scenario", r.scenario_text);
+  h5.attribute("scenario_file", r.scenario_file);
+  h5.attribute("seed", r.seed);
+  h5.attribute("fingerprint", hex64(r.fingerprint));
+  h5.attribute("events", r.events);
+  h5.attribute("end_time_ps", r.end_time.ps);
+  h5.attribute("last_event_time_ps", r.last_event_time.ps);
+  h5.attribute("reached_end", int64_t{r.reached_end ? 1 : 0});
+  h5.attribute("data_packets_sent", r.data_packets_sent);
+  h5.attribute("wall_seconds", r.wall_seconds);
+
+  std::vector<FlowRow> flows;
+  flows.reserve(r.flows.size());
+  for (const FlowRecord& f : r.flows) {
+    flows.push_back({f.spec.id, f.spec.src, f.spec.dst, f.spec.priority, f.spec.size.count,
+                     f.spec.start.ps, f.completed ? f.finish.ps : -1,
+                     f.completed ? f.fct().ps : -1, f.completed ? f.goodput_bps() : 0.0,
+                     static_cast<uint8_t>(f.completed), f.bytes_received,
+                     f.last_byte_received.ps, f.packets_sent, f.packets_retransmitted, f.timeouts});
+  }
+  const hid_t i32 = H5T_NATIVE_INT32, i64 = H5T_NATIVE_INT64, u32 = H5T_NATIVE_UINT32,
+              u8 = H5T_NATIVE_UINT8, f64 = H5T_NATIVE_DOUBLE;
+  h5.table("flows", flows,
+           {FIELD(FlowRow, id, u32), FIELD(FlowRow, src, i32), FIELD(FlowRow, dst, i32),
+            FIELD(FlowRow, priority, i32), FIELD(FlowRow, size_bytes, i64),
+            FIELD(FlowRow, start_ps, i64), FIELD(FlowRow, finish_ps, i64),
+            FIELD(FlowRow, fct_ps, i64), FIELD(FlowRow, goodput_bps, f64),
+            FIELD(FlowRow, completed, u8), FIELD(FlowRow, bytes_received, i64),
+            FIELD(FlowRow, last_byte_ps, i64), FIELD(FlowRow, packets_sent, i64),
+            FIELD(FlowRow, packets_retransmitted, i64), FIELD(FlowRow, timeouts, i64)});
+
+  std::vector<PortRow> ports;
+  std::vector<PortPriorityRow> priorities;
+  for (size_t i = 0; i < r.ports.size(); ++i) {
+    const PortRecord& p = r.ports[i];
+    PortRow row{};
+    copy_name(row.node, p.node);
+    row.port = p.port;
+    copy_name(row.peer, p.peer);
+    row.is_switch = p.switch_port ? 1 : 0;
+    row.rate_bps = p.rate.bps;
+    row.busy_ps = p.busy_time.ps;
+    row.tx_packets = p.tx_packets();
+    row.tx_bytes = p.tx_bytes();
+    row.drops = p.drops();
+    row.max_queue_bytes = p.max_queue_bytes();
+    ports.push_back(row);
+    for (int prio = 0; prio < kPriorities; ++prio) {
+      const PriorityCounters& c = p.counters[prio];
+      if (c.tx_packets == 0 && c.drops == 0) continue;
+      priorities.push_back({static_cast<uint32_t>(i), static_cast<uint8_t>(prio), c.tx_packets,
+                            c.tx_bytes, c.drops, c.drop_bytes, c.max_queue_bytes});
+    }
+  }
+  const hid_t name = h5.fixed_string(kNameLength);
+  h5.table("ports", ports,
+           {FIELD(PortRow, node, name), FIELD(PortRow, port, u32), FIELD(PortRow, peer, name),
+            FIELD(PortRow, is_switch, u8), FIELD(PortRow, rate_bps, i64),
+            FIELD(PortRow, busy_ps, i64), FIELD(PortRow, tx_packets, i64),
+            FIELD(PortRow, tx_bytes, i64), FIELD(PortRow, drops, i64),
+            FIELD(PortRow, max_queue_bytes, i64)});
+  h5.table("port_priority", priorities,
+           {FIELD(PortPriorityRow, port_index, u32), FIELD(PortPriorityRow, priority, u8),
+            FIELD(PortPriorityRow, tx_packets, i64), FIELD(PortPriorityRow, tx_bytes, i64),
+            FIELD(PortPriorityRow, drops, i64), FIELD(PortPriorityRow, drop_bytes, i64),
+            FIELD(PortPriorityRow, max_queue_bytes, i64)});
+
+  std::vector<QueueRow> samples;
+  samples.reserve(r.queue_samples.size());
+  for (const QueueDepthSample& s : r.queue_samples) samples.push_back({s.time.ps, s.port, s.bytes});
+  h5.table("queue_depth", samples,
+           {FIELD(QueueRow, time_ps, i64), FIELD(QueueRow, port_index, u32),
+            FIELD(QueueRow, bytes, i64)});
+  h5.close();
+}
+
+#undef FIELD
+
+}  // namespace
+
+void write_hdf5(const RunResult& r, const std::filesystem::path& file) {
+  write_atomically(file, [&](const std::filesystem::path& temp) { write_contents(r, temp); });
+}
+
+}  // namespace fabtwin

@@ -1,0 +1,156 @@
+// The `fabtwin` command: run a scenario, describe parameters, validate, benchmark.
+#include <unistd.h>
+
+#include <boost/program_options.hpp>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+
+#include "models/fabric.h"
+#include "sim/cli/bench.h"
+#include "sim/cli/report.h"
+#include "sim/cli/validation.h"
+
+namespace po = boost::program_options;
+using namespace fabtwin;
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: fabtwin <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  run SCENARIO [--set path=value]... [--out FILE.h5] [--json FILE]\n"
+    "                      simulate a scenario and print a summary\n"
+    "  describe [MODEL]    list parameters: meaning, unit, default, source\n"
+    "  validate [CASE]...  run validation cases against their references\n"
+    "  bench [--queue]     standard benchmark (k=8 fat-tree permutation) or event-queue micro\n"
+    "\n"
+    "options: --help, --version\n";
+
+// A progress line on stderr, at most twice a second, only when stderr is a terminal.
+Simulator::Progress progress_line(Time end) {
+  if (!::isatty(STDERR_FILENO)) return {};
+  auto start = std::chrono::steady_clock::now();
+  auto last = start;
+  return [=](Time now, uint64_t events) mutable {
+    const auto t = std::chrono::steady_clock::now();
+    if (t - last < std::chrono::milliseconds(500)) return;
+    last = t;
+    const double wall = std::chrono::duration<double>(t - start).count();
+    const double fraction = end.ps > 0 ? static_cast<double>(now.ps) / static_cast<double>(end.ps) : 0;
+    const double eta = fraction > 0 ? wall * (1 - fraction) / fraction : 0;
+    std::fprintf(stderr, "\r  sim %s (%.1f%% of end)  %.2f M events/s  ETA %.0f s (at most)   ",
+                 format_time(now).c_str(), 100 * fraction, static_cast<double>(events) / wall / 1e6,
+                 eta);
+  };
+}
+
+int command_run(const std::vector<std::string>& args) {
+  po::options_description opts("fabtwin run SCENARIO");
+  std::vector<std::string> sets;
+  std::string out, json;
+  opts.add_options()("help,h", "this help")(
+      "set", po::value(&sets)->composing(), "override a scenario value: path=value (repeatable)")(
+      "out", po::value(&out), "write an HDF5 result file")(
+      "json", po::value(&json), "write the summary numbers as JSON")(
+      "scenario", po::value<std::string>(), "scenario file");
+  po::positional_options_description pos;
+  pos.add("scenario", 1);
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(opts).positional(pos).run(), vm);
+  po::notify(vm);
+  if (vm.count("help") || !vm.count("scenario")) {
+    std::cout << opts;
+    return vm.count("help") ? 0 : 2;
+  }
+  const ScenarioDocument doc = load_scenario(vm["scenario"].as<std::string>(), sets);
+  Fabric fabric(doc);
+  if (out.empty() && doc.root.contains("output") && doc.root["output"].contains("hdf5")) {
+    out = doc.root["output"]["hdf5"].get<std::string>();
+  }
+  const RunResult result = fabric.run(progress_line(fabric.run_config().end));
+  if (::isatty(STDERR_FILENO)) std::fprintf(stderr, "\r%80s\r", "");
+  print_summary(result, std::cout);
+  if (!out.empty()) {
+    write_hdf5(result, out);
+    std::cout << "results     " << out << "\n";
+  }
+  if (!json.empty()) write_json_report(result, json);
+  return 0;
+}
+
+void print_group(const ParamGroup& g) {
+  std::cout << g.title << "  [" << g.path << "]\n";
+  for (const Param& p : g.params) {
+    std::string type = param_type_name(p.type);
+    if (p.type == ParamType::Choice) type += " (" + p.choices + ")";
+    if (p.type == ParamType::Integer && !p.choices.empty()) type += " " + p.choices;
+    std::cout << "  " << p.key << "\n";
+    std::cout << "      type     " << type << "\n";
+    std::cout << "      default  " << (p.default_value.empty() ? "(required)" : p.default_value)
+              << "\n";
+    std::cout << "      meaning  " << p.help << "\n";
+    std::cout << "      source   " << p.source << "\n";
+  }
+  std::cout << "\n";
+}
+
+int command_describe(const std::vector<std::string>& args) {
+  const auto groups = all_param_groups();
+  if (args.empty()) {
+    for (const ParamGroup* g : groups) print_group(*g);
+    return 0;
+  }
+  bool found = false;
+  for (const ParamGroup* g : groups) {
+    if (g->model == args[0]) {
+      print_group(*g);
+      found = true;
+    }
+  }
+  if (!found) {
+    std::cerr << "fabtwin describe: no model named \"" << args[0] << "\"; models:";
+    std::string last;
+    for (const ParamGroup* g : groups) {
+      if (g->model != last) std::cerr << " " << g->model;
+      last = g->model;
+    }
+    std::cerr << "\n";
+    return 2;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    std::cout << kUsage;
+    return args.empty() ? 2 : 0;
+  }
+  if (args[0] == "--version") {
+    std::cout << "fabtwin " << kVersion << "\n";
+    return 0;
+  }
+  const std::string command = args[0];
+  args.erase(args.begin());
+  try {
+    if (command == "run") return command_run(args);
+    if (command == "describe") return command_describe(args);
+    if (command == "validate") return command_validate(args);
+    if (command == "bench") return command_bench(args);
+    std::cerr << "fabtwin: unknown command \"" << command << "\"\n\n" << kUsage;
+    return 2;
+  } catch (const ScenarioError& e) {
+    std::cerr << "fabtwin: " << e.what() << "\n";
+    return 2;
+  } catch (const po::error& e) {
+    std::cerr << "fabtwin " << command << ": " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "fabtwin: error: " << e.what() << "\n";
+    return 1;
+  }
+}

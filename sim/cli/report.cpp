@@ -1,0 +1,202 @@
+#include "sim/cli/report.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <iomanip>
+#include <numeric>
+#include <sstream>
+
+#include "sim/cli/atomic_file.h"
+#include "sim/statistics.h"
+
+namespace fabtwin {
+
+std::string hex64(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+RunFigures run_figures(const RunResult& r) {
+  RunFigures f;
+  std::vector<double> fct, goodput;
+  for (const FlowRecord& flow : r.flows) {
+    ++f.flows;
+    if (!flow.completed) continue;
+    ++f.completed;
+    fct.push_back(static_cast<double>(flow.fct().ps));
+    goodput.push_back(flow.goodput_bps());
+  }
+  f.fct_p50_ps = percentile(fct, 50);
+  f.fct_p99_ps = percentile(fct, 99);
+  f.fct_max_ps = percentile(fct, 100);
+  f.goodput_p50_bps = percentile(goodput, 50);
+  f.goodput_min_bps = percentile(goodput, 0);
+  f.goodput_max_bps = percentile(goodput, 100);
+  for (const PortRecord& p : r.ports) {
+    f.drops += p.drops();
+    if (p.switch_port) f.max_queue_bytes = std::max(f.max_queue_bytes, p.max_queue_bytes());
+  }
+  if (r.wall_seconds > 0) {
+    f.events_per_second = static_cast<double>(r.events) / r.wall_seconds;
+    f.data_packets_per_second = static_cast<double>(r.data_packets_sent) / r.wall_seconds;
+  }
+  return f;
+}
+
+namespace {
+
+std::string time_text(double ps) {
+  char buf[32];
+  if (ps >= 1e9) {
+    std::snprintf(buf, sizeof buf, "%.3f ms", ps / 1e9);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.3f us", ps / 1e6);
+  }
+  return buf;
+}
+std::string gbps_text(double bps) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f Gb/s", bps / 1e9);
+  return buf;
+}
+std::string bytes_text(int64_t b) {
+  char buf[32];
+  if (b >= 1000000) {
+    std::snprintf(buf, sizeof buf, "%.2f MB", static_cast<double>(b) / 1e6);
+  } else if (b >= 1000) {
+    std::snprintf(buf, sizeof buf, "%.1f KB", static_cast<double>(b) / 1e3);
+  } else {
+    std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(b));
+  }
+  return buf;
+}
+
+}  // namespace
+
+void print_summary(const RunResult& r, std::ostream& out) {
+  const RunFigures f = run_figures(r);
+  out << "fabtwin " << kVersion << "  " << r.scenario_file << "\n";
+  out << "topology    " << r.topology << ": " << r.hosts << " hosts, " << r.switches
+      << " switches\n";
+  out << "run         seed " << r.seed << ", end " << format_time(r.end_time) << ", last event at "
+      << time_text(static_cast<double>(r.last_event_time.ps))
+      << (r.reached_end ? " (stopped at the end time with traffic pending)" : " (all traffic done)")
+      << "\n\n";
+
+  out << "flows       " << f.completed << " of " << f.flows << " completed\n";
+  if (f.completed > 0) {
+    out << "  FCT       p50 " << time_text(f.fct_p50_ps) << "   p99 " << time_text(f.fct_p99_ps)
+        << "   max " << time_text(f.fct_max_ps) << "\n";
+    out << "  goodput   min " << gbps_text(f.goodput_min_bps) << "   p50 "
+        << gbps_text(f.goodput_p50_bps) << "   max " << gbps_text(f.goodput_max_bps) << "\n";
+  }
+  if (!r.flows.empty() && r.flows.size() <= 16) {
+    out << "\n  flow  src  dst        size       start         FCT      goodput  retx\n";
+    for (const FlowRecord& fl : r.flows) {
+      char line[160];
+      std::snprintf(line, sizeof line, "  %4u %4d %4d %11s %11s %11s %12s %5lld\n", fl.spec.id,
+                    fl.spec.src, fl.spec.dst, bytes_text(fl.spec.size.count).c_str(),
+                    time_text(static_cast<double>(fl.spec.start.ps)).c_str(),
+                    fl.completed ? time_text(static_cast<double>(fl.fct().ps)).c_str() : "-",
+                    fl.completed ? gbps_text(fl.goodput_bps()).c_str() : "-",
+                    static_cast<long long>(fl.packets_retransmitted));
+      out << line;
+    }
+  }
+
+  std::vector<const PortRecord*> ports;
+  for (const PortRecord& p : r.ports) {
+    if (p.switch_port && p.max_queue_bytes() > 0) ports.push_back(&p);
+  }
+  std::stable_sort(ports.begin(), ports.end(), [](const PortRecord* a, const PortRecord* b) {
+    return a->max_queue_bytes() > b->max_queue_bytes();
+  });
+  out << "\nports       max switch queue " << bytes_text(f.max_queue_bytes) << ", drops " << f.drops
+      << " packets\n";
+  const size_t shown = std::min<size_t>(ports.size(), 8);
+  if (shown > 0) {
+    out << "  deepest queues (of " << ports.size() << " switch ports that queued):\n";
+    for (size_t i = 0; i < shown; ++i) {
+      const PortRecord& p = *ports[i];
+      char line[160];
+      std::snprintf(line, sizeof line, "  %-12s p%-3u -> %-12s max queue %10s  drops %lld\n",
+                    p.node.c_str(), p.port, p.peer.c_str(), bytes_text(p.max_queue_bytes()).c_str(),
+                    static_cast<long long>(p.drops()));
+      out << line;
+    }
+  }
+
+  char engine[200];
+  std::snprintf(engine, sizeof engine,
+                "\nengine      %llu events in %.3f s wall: %.2f M events/s, %.0f k data packets/s "
+                "(%lld data packets)\n",
+                static_cast<unsigned long long>(r.events), r.wall_seconds,
+                f.events_per_second / 1e6, f.data_packets_per_second / 1e3,
+                static_cast<long long>(r.data_packets_sent));
+  out << engine;
+  out << "fingerprint " << hex64(r.fingerprint) << "\n";
+}
+
+nlohmann::json json_report(const RunResult& r) {
+  const RunFigures f = run_figures(r);
+  nlohmann::json j;
+  j["fabtwin_version"] = kVersion;
+  j["scenario_file"] = r.scenario_file;
+  j["seed"] = r.seed;
+  j["fingerprint"] = hex64(r.fingerprint);
+  j["events"] = r.events;
+  j["end_time_ps"] = r.end_time.ps;
+  j["last_event_time_ps"] = r.last_event_time.ps;
+  j["reached_end"] = r.reached_end;
+  j["topology"] = {{"type", r.topology}, {"hosts", r.hosts}, {"switches", r.switches}};
+  j["flows"] = {{"total", f.flows},          {"completed", f.completed},
+                {"fct_p50_ps", f.fct_p50_ps}, {"fct_p99_ps", f.fct_p99_ps},
+                {"fct_max_ps", f.fct_max_ps}, {"goodput_min_bps", f.goodput_min_bps},
+                {"goodput_p50_bps", f.goodput_p50_bps}, {"goodput_max_bps", f.goodput_max_bps}};
+  nlohmann::json flows = nlohmann::json::array();
+  for (const FlowRecord& fl : r.flows) {
+    flows.push_back({{"id", fl.spec.id},
+                     {"src", fl.spec.src},
+                     {"dst", fl.spec.dst},
+                     {"size_bytes", fl.spec.size.count},
+                     {"start_ps", fl.spec.start.ps},
+                     {"completed", fl.completed},
+                     {"fct_ps", fl.completed ? fl.fct().ps : -1},
+                     {"goodput_bps", fl.completed ? fl.goodput_bps() : 0.0},
+                     {"packets_retransmitted", fl.packets_retransmitted},
+                     {"timeouts", fl.timeouts}});
+  }
+  j["flow_records"] = std::move(flows);
+  nlohmann::json ports = nlohmann::json::array();
+  for (const PortRecord& p : r.ports) {
+    if (p.tx_packets() == 0 && p.drops() == 0) continue;
+    ports.push_back({{"node", p.node},
+                     {"port", p.port},
+                     {"peer", p.peer},
+                     {"tx_packets", p.tx_packets()},
+                     {"tx_bytes", p.tx_bytes()},
+                     {"drops", p.drops()},
+                     {"max_queue_bytes", p.max_queue_bytes()}});
+  }
+  j["ports"] = {{"drops", f.drops}, {"max_switch_queue_bytes", f.max_queue_bytes}};
+  j["port_records"] = std::move(ports);
+  j["engine"] = {{"data_packets_sent", r.data_packets_sent},
+                 {"wall_seconds", r.wall_seconds},
+                 {"events_per_second", f.events_per_second},
+                 {"data_packets_per_second", f.data_packets_per_second}};
+  return j;
+}
+
+void write_json_report(const RunResult& r, const std::filesystem::path& file) {
+  const std::string text = json_report(r).dump(2) + "\n";
+  write_atomically(file, [&](const std::filesystem::path& temp) {
+    std::ofstream out(temp);
+    out << text;
+    out.close();
+    if (!out) throw std::runtime_error("cannot write " + file.string());
+  });
+}
+
+}  // namespace fabtwin

@@ -1,0 +1,33 @@
+// The three views of a run's results: the human summary, the JSON report and the HDF5 file.
+#pragma once
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <ostream>
+
+#include "models/run_result.h"
+
+namespace fabtwin {
+
+inline constexpr const char* kVersion = FABTWIN_VERSION;
+inline constexpr int kHdf5SchemaVersion = 1;
+
+// Figures shared by all three views, computed once.
+struct RunFigures {
+  int64_t flows = 0, completed = 0;
+  double fct_p50_ps = 0, fct_p99_ps = 0, fct_max_ps = 0;
+  double goodput_p50_bps = 0, goodput_min_bps = 0, goodput_max_bps = 0;
+  int64_t drops = 0;
+  int64_t max_queue_bytes = 0;
+  double events_per_second = 0, data_packets_per_second = 0;
+};
+RunFigures run_figures(const RunResult& r);
+
+void print_summary(const RunResult& r, std::ostream& out);
+nlohmann::json json_report(const RunResult& r);
+void write_json_report(const RunResult& r, const std::filesystem::path& file);
+void write_hdf5(const RunResult& r, const std::filesystem::path& file);
+
+std::string hex64(uint64_t v);
+
+}  // namespace fabtwin

@@ -1,0 +1,56 @@
+// A simulated component: receives events addressed to it and schedules events for itself and
+// for its link peers. Components never call each other directly.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "sim/event.h"
+#include "sim/rng.h"
+
+namespace fabtwin {
+
+class Simulator;
+
+// Handlers 0..127 are foreground work; 128..255 are background (sampling timers and the like):
+// a run stops once only background events remain.
+inline constexpr uint32_t kBackgroundHandler = 0x80;
+
+class Component {
+ public:
+  explicit Component(std::string name) : name_(std::move(name)) {}
+  virtual ~Component() = default;
+  Component(const Component&) = delete;
+  Component& operator=(const Component&) = delete;
+
+  // Called for each event addressed to this component, in (time, key) order.
+  virtual void handle(const Event& event) = 0;
+
+  const std::string& name() const { return name_; }
+  ComponentId id() const { return id_; }
+  // Rolling hash of every event this component has processed.
+  uint64_t fingerprint() const { return fingerprint_; }
+
+ protected:
+  Time now() const;
+  // Schedules an event at absolute time `at` (>= now) for `target`. The key is this
+  // component's id and its own sequence number, so the order does not depend on partitioning.
+  void schedule(Time at, ComponentId target, uint32_t kind, uint64_t data);
+  void schedule_self(Time at, uint32_t kind, uint64_t data) { schedule(at, id_, kind, data); }
+  Rng& rng() { return rng_; }
+  // Keeps the run going while this component has open work that only background events
+  // (timers that are usually cancelled) would advance.
+  void hold_work();
+  void release_work();
+
+ private:
+  friend class Simulator;
+  std::string name_;
+  Simulator* sim_ = nullptr;
+  ComponentId id_ = 0;
+  uint64_t sequence_ = 0;
+  uint64_t fingerprint_ = 0;
+  Rng rng_;
+};
+
+}  // namespace fabtwin

@@ -1,0 +1,121 @@
+// Pending events of one partition: a calendar queue (timing wheel of short time buckets, each
+// sorted when it is reached) with a heap for the far future. Pops in (time, key) order.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cassert>
+#include <cstdint>
+#include <vector>
+
+#include "sim/event_heap.h"
+
+namespace fabtwin {
+
+// Packet-level runs schedule almost every event a few nanoseconds to a few microseconds ahead,
+// so a wheel of 16384 buckets of 2.048 ns (a 33.5 us horizon) holds nearly all of them: a push
+// is an append, and a bucket is sorted once, when the clock reaches it (a few dozen events).
+// Later events wait in a heap and move onto the wheel as the horizon passes them.
+class EventQueue {
+ public:
+  static constexpr int kBucketBits = 11;  // 2^11 ps (2.048 ns) per bucket
+  static constexpr int kWheelBits = 14;   // 2^14 buckets on the wheel
+  static constexpr int64_t kWheelSize = int64_t{1} << kWheelBits;
+
+  EventQueue() : wheel_(kWheelSize) {}
+
+  bool empty() const { return size_ == 0; }
+  size_t size() const { return size_; }
+
+  // The earliest event; the queue must not be empty.
+  const Event& top() {
+    assert(size_ > 0);
+    if (next_ == current_.size()) advance();
+    return current_[next_];
+  }
+
+  Event pop() {
+    const Event e = top();
+    ++next_;
+    --size_;
+    return e;
+  }
+
+  void push(const Event& e) {
+    ++size_;
+    const int64_t b = bucket_of(e);
+    if (b <= current_bucket_) {
+      // Due within the bucket being drained: insert in order among the events still to come.
+      const auto it = std::upper_bound(current_.begin() + static_cast<std::ptrdiff_t>(next_),
+                                       current_.end(), e, comes_before);
+      current_.insert(it, e);
+    } else if (b < current_bucket_ + kWheelSize) {
+      const auto slot = static_cast<size_t>(b & (kWheelSize - 1));
+      wheel_[slot].push_back(e);
+      occupied_[slot >> 6] |= uint64_t{1} << (slot & 63);
+      ++on_wheel_;
+    } else {
+      far_.push(e);
+    }
+  }
+
+ private:
+  static int64_t bucket_of(const Event& e) { return e.time.ps >> kBucketBits; }
+
+  // Next occupied wheel slot after the current bucket, as an absolute bucket number.
+  int64_t next_wheel_bucket() const {
+    if (on_wheel_ == 0) return INT64_MAX;
+    const auto start = static_cast<size_t>((current_bucket_ + 1) & (kWheelSize - 1));
+    for (int64_t step = 0; step < kWheelSize;) {
+      const size_t slot = (start + static_cast<size_t>(step)) & (kWheelSize - 1);
+      const uint64_t word = occupied_[slot >> 6] >> (slot & 63);
+      if (word != 0) {
+        const int skip = std::countr_zero(word);
+        return current_bucket_ + 1 + step + skip;
+      }
+      step += 64 - static_cast<int64_t>(slot & 63);
+    }
+    return INT64_MAX;
+  }
+
+  // Makes the next non-empty bucket current and sorts it.
+  void advance() {
+    current_.clear();
+    next_ = 0;
+    const int64_t wheel_next = next_wheel_bucket();
+    const int64_t far_next = far_.empty() ? INT64_MAX : bucket_of(far_.top());
+    current_bucket_ = std::min(wheel_next, far_next);
+    if (wheel_next == current_bucket_) {
+      const auto slot = static_cast<size_t>(current_bucket_ & (kWheelSize - 1));
+      current_.swap(wheel_[slot]);
+      occupied_[slot >> 6] &= ~(uint64_t{1} << (slot & 63));
+      on_wheel_ -= current_.size();
+    }
+    // The horizon moved: far events now within it join the wheel (or this bucket).
+    while (!far_.empty() && bucket_of(far_.top()) < current_bucket_ + kWheelSize) {
+      const Event e = far_.pop();
+      const int64_t b = bucket_of(e);
+      if (b == current_bucket_) {
+        current_.push_back(e);
+      } else {
+        const auto slot = static_cast<size_t>(b & (kWheelSize - 1));
+        wheel_[slot].push_back(e);
+        occupied_[slot >> 6] |= uint64_t{1} << (slot & 63);
+        ++on_wheel_;
+      }
+    }
+    std::sort(current_.begin(), current_.end(), comes_before);
+  }
+
+  std::vector<Event> current_;  // the bucket being drained, sorted; next_ is its next event
+  size_t next_ = 0;
+  int64_t current_bucket_ = -1;
+  std::vector<std::vector<Event>> wheel_;
+  std::array<uint64_t, kWheelSize / 64> occupied_{};
+  size_t on_wheel_ = 0;
+  EventHeap far_;
+  size_t size_ = 0;
+};
+
+}  // namespace fabtwin

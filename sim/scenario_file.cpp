@@ -1,0 +1,131 @@
+#include "sim/scenario_file.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "sim/params.h"
+
+namespace fabtwin {
+namespace {
+
+nlohmann::json read_json_file(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  if (!in) throw ScenarioError("", "cannot open scenario file " + file.string());
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  const std::string text = buffer.str();
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    size_t line = 1, column = 1;
+    for (size_t i = 0; i + 1 < e.byte && i < text.size(); ++i) {
+      if (text[i] == '\n') {
+        ++line;
+        column = 1;
+      } else {
+        ++column;
+      }
+    }
+    throw ScenarioError("", file.string() + ":" + std::to_string(line) + ":" +
+                                std::to_string(column) + ": not valid JSON (" + e.what() + ")");
+  }
+}
+
+void merge_into(nlohmann::json& base, const nlohmann::json& over) {
+  for (const auto& [key, value] : over.items()) {
+    if (value.is_object() && base.contains(key) && base[key].is_object()) {
+      merge_into(base[key], value);
+    } else {
+      base[key] = value;
+    }
+  }
+}
+
+nlohmann::json load_with_extends(const std::filesystem::path& file,
+                                 std::vector<std::filesystem::path>& chain) {
+  const auto canonical = std::filesystem::weakly_canonical(file);
+  for (const auto& seen : chain) {
+    if (seen == canonical) {
+      throw ScenarioError("extends", "the files extend each other in a cycle through " +
+                                         file.string());
+    }
+  }
+  chain.push_back(canonical);
+  nlohmann::json doc = read_json_file(file);
+  if (!doc.is_object()) {
+    throw ScenarioError("", file.string() + ": expected a JSON object, found " + json_text(doc));
+  }
+  if (!doc.contains("extends")) return doc;
+  const nlohmann::json ext = doc["extends"];
+  if (!ext.is_string()) {
+    throw ScenarioError("extends", "expected the path of another scenario file, found " +
+                                       json_text(ext));
+  }
+  doc.erase("extends");
+  nlohmann::json base = load_with_extends(file.parent_path() / ext.get<std::string>(), chain);
+  merge_into(base, doc);
+  return base;
+}
+
+}  // namespace
+
+void apply_override(nlohmann::json& root, const std::string& assignment) {
+  const size_t eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    throw ScenarioError("--set", "expected path=value, found \"" + assignment + "\"");
+  }
+  const std::string path = assignment.substr(0, eq);
+  const std::string text = assignment.substr(eq + 1);
+  nlohmann::json value = nlohmann::json::parse(text, nullptr, false);
+  if (value.is_discarded()) value = text;
+
+  nlohmann::json* node = &root;
+  std::string walked;
+  size_t i = 0;
+  while (i < path.size()) {
+    if (path[i] == '[') {
+      const size_t close = path.find(']', i);
+      if (close == std::string::npos) throw ScenarioError(path, "unclosed [ in --set path");
+      const std::string index_text = path.substr(i + 1, close - i - 1);
+      size_t index = 0;
+      try {
+        index = std::stoul(index_text);
+      } catch (const std::exception&) {
+        throw ScenarioError(path, "expected an array index in [], found \"" + index_text + "\"");
+      }
+      walked += "[" + index_text + "]";
+      if (!node->is_array() || index >= node->size()) {
+        throw ScenarioError(walked, "--set names an array element that does not exist");
+      }
+      node = &(*node)[index];
+      i = close + 1;
+      if (i < path.size() && path[i] == '.') ++i;
+      continue;
+    }
+    const size_t end = path.find_first_of(".[", i);
+    const std::string key = path.substr(i, end == std::string::npos ? std::string::npos : end - i);
+    if (key.empty()) throw ScenarioError(path, "empty key in --set path");
+    walked += (walked.empty() ? "" : ".") + key;
+    if (node->is_null()) *node = nlohmann::json::object();
+    if (!node->is_object()) {
+      throw ScenarioError(walked, "--set path goes through something that is not an object");
+    }
+    node = &(*node)[key];
+    i = end == std::string::npos ? path.size() : end;
+    if (i < path.size() && path[i] == '.') ++i;
+  }
+  *node = value;
+}
+
+ScenarioDocument load_scenario(const std::filesystem::path& file,
+                               const std::vector<std::string>& overrides) {
+  std::vector<std::filesystem::path> chain;
+  ScenarioDocument doc;
+  doc.root = load_with_extends(file, chain);
+  for (const std::string& o : overrides) apply_override(doc.root, o);
+  doc.file = file;
+  doc.dir = file.parent_path();
+  return doc;
+}
+
+}  // namespace fabtwin

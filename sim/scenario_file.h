@@ -1,0 +1,26 @@
+// Loads a scenario document: JSON text, `extends` chains merged, `--set path=value` applied.
+#pragma once
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace fabtwin {
+
+struct ScenarioDocument {
+  nlohmann::json root;         // merged document, `extends` removed
+  std::filesystem::path file;  // the file named on the command line
+  std::filesystem::path dir;   // its folder: relative paths inside resolve from here
+};
+
+// Reads `file`, follows `extends` (relative to each file's folder, cycles refused), merges
+// objects key by key (the extending file wins), then applies each "a.b[2].c=value" override.
+// A value that parses as JSON is taken as JSON, otherwise as a string. Throws ScenarioError.
+ScenarioDocument load_scenario(const std::filesystem::path& file,
+                               const std::vector<std::string>& overrides = {});
+
+// Applies one override to a document (exposed for tests).
+void apply_override(nlohmann::json& root, const std::string& assignment);
+
+}  // namespace fabtwin
