@@ -75,6 +75,10 @@ void Switch::start_transmission(uint32_t port_index) {
   EgressPort& port = ports_[port_index];
   const int prio = port.next_priority();
   if (prio < 0) return;
+  if (!port_free(port_index)) {  // a same-time arrival took the wire first
+    request_transmit_done(port_index);
+    return;
+  }
   Packet* p = port.queues[prio].pop();
   buffer_used_ -= p->frame;
   transmit(port_index, p);

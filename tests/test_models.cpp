@@ -1,1 +1,262 @@
-#include <catch2/catch.hpp>
+// Models driven alone: the switch between stub hosts, routing tables, topology builders,
+// traffic generators and flow-size distributions.
+#include "test_support.h"
+#include <map>
+#include <set>
+
+#include "models/flow_size_cdf.h"
+#include "models/routing.h"
+#include "models/switch.h"
+#include "models/topology.h"
+#include "models/traffic.h"
+
+using namespace fabtwin;
+
+namespace {
+
+// A host stub: sends the packets it is given back to back and records what arrives.
+class StubHost final : public NetworkNode {
+ public:
+  StubHost(std::string name, PacketPool& pool) : NetworkNode(std::move(name), pool) {}
+  struct Arrival {
+    Time time;
+    uint32_t psn;
+    int priority;
+  };
+  std::vector<Arrival> arrivals;
+
+  void send(Packet* p) {
+    ports_[0].enqueue(p);
+    if (port_free(0)) {
+      on_transmit_done(0);
+    } else {
+      request_transmit_done(0);
+    }
+  }
+
+ protected:
+  void on_arrival(uint32_t, Packet* p) override {
+    arrivals.push_back({now(), p->psn, p->priority});
+    pool_.release(p);
+  }
+  void on_transmit_done(uint32_t port) override {
+    const int prio = ports_[0].next_priority();
+    if (prio < 0) return;
+    transmit(port, ports_[0].queues[prio].pop());
+    if (ports_[0].next_priority() >= 0) request_transmit_done(0);
+  }
+  void on_timer(const Event&) override {}
+};
+
+// A star of three stub hosts around one switch.
+struct StarBench {
+  PacketPool pool;
+  Topology topology = build_star(3, parse_rate("100Gbps"), parse_time("1us"));
+  RoutingTable routing{topology};
+  Simulator sim{1};
+  std::vector<StubHost*> hosts;
+  Switch* sw = nullptr;
+
+  explicit StarBench(Bytes buffer) {
+    for (int h = 0; h < 3; ++h) {
+      auto host = std::make_unique<StubHost>("host" + std::to_string(h), pool);
+      hosts.push_back(host.get());
+      sim.add(std::move(host));
+    }
+    auto s = std::make_unique<Switch>("switch", pool, routing, 3, SwitchConfig{buffer, Time{}});
+    sw = s.get();
+    sim.add(std::move(s));
+    for (NetworkNode* n : {static_cast<NetworkNode*>(hosts[0]), static_cast<NetworkNode*>(hosts[1]),
+                           static_cast<NetworkNode*>(hosts[2]), static_cast<NetworkNode*>(sw)}) {
+      n->ports().resize(n == sw ? 3 : 1);
+    }
+    for (const TopologyLink& l : topology.links) {
+      auto& a = static_cast<NetworkNode&>(sim.component(l.a)).ports()[l.a_port];
+      auto& b = static_cast<NetworkNode&>(sim.component(l.b)).ports()[l.b_port];
+      a.set_rate(l.rate);
+      b.set_rate(l.rate);
+      a.delay = b.delay = l.delay;
+      a.peer = l.b;
+      a.peer_port = l.b_port;
+      b.peer = l.a;
+      b.peer_port = l.a_port;
+    }
+  }
+
+  Packet* packet(int src, int dst, uint32_t psn, int payload, int priority = 3) {
+    Packet* p = pool.acquire();
+    p->src_host = src;
+    p->dst_host = dst;
+    p->psn = psn;
+    p->payload = payload;
+    p->frame = roce::data_frame(payload, false);
+    p->priority = static_cast<uint8_t>(priority);
+    return p;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a switch stores and forwards: two wire times and two propagation delays", "[switch]") {
+  StarBench b(Bytes{1'000'000});
+  b.hosts[0]->send(b.packet(0, 1, 0, 1000));
+  b.sim.run(parse_time("1ms"));
+  REQUIRE(b.hosts[1]->arrivals.size() == 1);
+  const Time wire = roce::wire_time(roce::data_frame(1000, false), parse_rate("100Gbps"));
+  CHECK(b.hosts[1]->arrivals[0].time == (wire + parse_time("1us")) * 2);
+  CHECK(b.hosts[2]->arrivals.empty());
+}
+
+TEST_CASE("back-to-back frames leave the switch one wire time apart", "[switch]") {
+  StarBench b(Bytes{1'000'000});
+  for (uint32_t i = 0; i < 10; ++i) b.hosts[0]->send(b.packet(0, 1, i, 4096));
+  b.sim.run(parse_time("1ms"));
+  REQUIRE(b.hosts[1]->arrivals.size() == 10);
+  const Time wire = roce::wire_time(roce::data_frame(4096, false), parse_rate("100Gbps"));
+  for (size_t i = 1; i < 10; ++i) {
+    CHECK(b.hosts[1]->arrivals[i].time - b.hosts[1]->arrivals[i - 1].time == wire);
+    CHECK(b.hosts[1]->arrivals[i].psn == i);
+  }
+}
+
+TEST_CASE("a full shared buffer drops at the tail and counts it at the egress", "[switch]") {
+  const int frame = roce::data_frame(1000, false);
+  StarBench b(Bytes{4 * frame});  // room for four frames
+  for (uint32_t i = 0; i < 20; ++i) {
+    b.hosts[0]->send(b.packet(0, 1, i, 1000));
+    b.hosts[2]->send(b.packet(2, 1, 100 + i, 1000));
+  }
+  b.sim.run(parse_time("1ms"));
+  const auto& egress = b.sw->ports()[1];  // switch port 1 faces host1
+  const int64_t received = static_cast<int64_t>(b.hosts[1]->arrivals.size());
+  CHECK(egress.counters[3].drops > 0);
+  CHECK(received + egress.counters[3].drops == 40);
+  CHECK(egress.counters[3].drop_bytes == egress.counters[3].drops * frame);
+  CHECK(b.sw->max_buffer_used() <= 4 * frame);
+  CHECK(b.sw->buffer_used() == 0);
+  CHECK(b.pool.in_use() == 0);  // every packet came back to the pool
+}
+
+TEST_CASE("egress queues are served in strict priority", "[switch]") {
+  StarBench b(Bytes{10'000'000});
+  for (uint32_t i = 0; i < 8; ++i) b.hosts[0]->send(b.packet(0, 1, i, 4096, 1));
+  b.sim.run(parse_time("2us"));  // host 0's backlog is queued at the switch by now
+  for (uint32_t i = 0; i < 2; ++i) b.hosts[2]->send(b.packet(2, 1, 100 + i, 1000, 6));
+  b.sim.run(parse_time("1ms"));
+  REQUIRE(b.hosts[1]->arrivals.size() == 10);
+  std::vector<uint32_t> order;
+  for (const auto& a : b.hosts[1]->arrivals) order.push_back(a.psn);
+  // Frames already sent keep their place; the high-priority ones overtake the queued rest.
+  const auto high = std::find(order.begin(), order.end(), 100u) - order.begin();
+  CHECK(high < 7);
+  CHECK(order[high + 1] == 101);
+  CHECK(order.back() == 7);
+  CHECK(b.hosts[1]->arrivals[high].priority == 6);
+}
+
+TEST_CASE("topology builders wire the published shapes", "[topology]") {
+  const Topology ft = build_fat_tree(8, parse_rate("100Gbps"), parse_time("1us"));
+  CHECK(ft.hosts == 128);
+  CHECK(ft.nodes.size() == 128 + 80);   // 5k^2/4 switches
+  CHECK(ft.links.size() == 3 * 128);    // k^3/4 links per tier
+  for (const TopologyNode& n : ft.nodes) CHECK(n.ports == (n.kind == NodeKind::Host ? 1 : 8));
+
+  const Topology ls = build_leaf_spine(4, 2, 8, parse_rate("100Gbps"), parse_rate("100Gbps"),
+                                       parse_time("1us"));
+  CHECK(ls.hosts == 32);
+  CHECK(ls.links.size() == 32 + 8);
+  CHECK(ls.oversubscription == Approx(4.0));
+}
+
+TEST_CASE("routing finds every equal-cost path and ECMP spreads flows over them", "[routing]") {
+  const Topology ft = build_fat_tree(4, parse_rate("100Gbps"), parse_time("1us"));
+  const RoutingTable rt(ft);
+  // host 0 (pod 0) to host 15 (pod 3): edge has 2 uplinks, aggregation 2, core 1 down.
+  const int edge0 = ft.hosts;  // first edge switch
+  CHECK(rt.distance(0, 15) == 6);
+  CHECK(rt.distance(0, 1) == 2);
+  CHECK(rt.next_hops(edge0, 15).size() == 2);
+  CHECK(rt.next_hops(edge0, 1).size() == 1);
+  std::map<uint32_t, int> used;
+  for (uint16_t sport = 0; sport < 4000; ++sport) {
+    const auto hops = rt.next_hops(edge0, 15);
+    ++used[hops[ecmp_pick(roce_flow_hash(0, 15, sport), 77, static_cast<uint32_t>(hops.size()))]];
+  }
+  REQUIRE(used.size() == 2);
+  for (const auto& [port, n] : used) CHECK(n == Approx(2000).margin(200));
+}
+
+TEST_CASE("a host that cannot reach another is a scenario error", "[routing]") {
+  Topology t;
+  t.add_node(NodeKind::Host, "h0");
+  t.add_node(NodeKind::Host, "h1");
+  const int s0 = t.add_node(NodeKind::Switch, "s0");
+  const int s1 = t.add_node(NodeKind::Switch, "s1");
+  t.connect(s0, 0, parse_rate("100Gbps"), parse_time("1us"));
+  t.connect(s1, 1, parse_rate("100Gbps"), parse_time("1us"));
+  CHECK_THROWS_WITH(RoutingTable(t), Catch::Contains("h0 has no route to h1"));
+}
+
+namespace {
+std::vector<FlowSpec> traffic(const std::string& generator, int hosts = 16, uint64_t seed = 1) {
+  const nlohmann::json scenario = {{"traffic", nlohmann::json::array({nlohmann::json::parse(generator)})}};
+  return generate_traffic(scenario, build_star(hosts, parse_rate("100Gbps"), parse_time("1us")), seed, ".");
+}
+}  // namespace
+
+TEST_CASE("traffic generators make the flows they promise", "[traffic]") {
+  const auto perm = traffic(R"({"type": "permutation", "size": "1MB"})");
+  REQUIRE(perm.size() == 16);
+  std::set<int> dsts;
+  for (const FlowSpec& f : perm) {
+    CHECK(f.src != f.dst);
+    dsts.insert(f.dst);
+  }
+  CHECK(dsts.size() == 16);  // a permutation: every host receives exactly once
+  std::vector<int> dst1, dst2;
+  for (const FlowSpec& f : perm) dst1.push_back(f.dst);
+  for (const FlowSpec& f : traffic(R"({"type": "permutation", "size": "1MB"})", 16, 2)) dst2.push_back(f.dst);
+  CHECK(dst1 != dst2);  // another seed, another permutation
+
+  const auto incast = traffic(R"({"type": "incast", "receiver": 5, "senders": 3, "size": "64KiB", "start": "2us"})");
+  REQUIRE(incast.size() == 3);
+  for (const FlowSpec& f : incast) {
+    CHECK(f.dst == 5);
+    CHECK(f.start == parse_time("2us"));
+    CHECK(f.size.count == 65536);
+  }
+  CHECK(traffic(R"({"type": "all_to_all", "size": "1KB"})", 6).size() == 30);
+  const auto listed = traffic(R"({"type": "incast", "senders": [3, 7], "size": "1KB"})");
+  REQUIRE(listed.size() == 2);
+  CHECK(listed[1].src == 7);
+}
+
+TEST_CASE("Poisson arrivals offer the requested load", "[traffic]") {
+  const auto flows =
+      traffic(R"({"type": "poisson", "cdf": "websearch", "load": 0.5, "duration": "20ms"})", 16);
+  double bytes = 0;
+  for (const FlowSpec& f : flows) {
+    bytes += static_cast<double>(f.size.count);
+    CHECK(f.src != f.dst);
+    CHECK(f.start < parse_time("20ms"));
+  }
+  // 16 hosts x 100 Gb/s x 0.5 load x 20 ms / 8 = 2 GB offered in all.
+  const double expected = 16 * 100e9 * 0.5 * 0.020 / 8;
+  CHECK(bytes == Approx(expected).epsilon(0.15));
+}
+
+TEST_CASE("flow-size CDFs: mean, sampling, and bad files", "[traffic]") {
+  const FlowSizeCdf cdf = FlowSizeCdf::load(shipped_cdf_dir() / "websearch.txt");
+  Rng rng(1, 2);
+  double sum = 0;
+  const int n = 400'000;
+  for (int i = 0; i < n; ++i) sum += static_cast<double>(cdf.sample(rng));
+  CHECK(sum / n == Approx(cdf.mean()).epsilon(0.02));
+  const FlowSizeCdf two = FlowSizeCdf::from_points({{0, 0}, {100, 50}, {300, 100}});
+  CHECK(two.mean() == Approx(0.5 * 50 + 0.5 * 200));
+  for (const char* name : {"websearch", "datamining", "fb-hadoop", "alistorage-2019", "google-rpc-2008"}) {
+    CHECK_NOTHROW(FlowSizeCdf::load(shipped_cdf_dir() / (std::string(name) + ".txt")));
+  }
+  CHECK_THROWS_WITH(FlowSizeCdf::from_points({{0, 0}, {100, 60}, {50, 100}}), Catch::Contains("must not decrease"));
+  CHECK_THROWS_WITH(FlowSizeCdf::from_points({{0, 0}, {100, 60}}), Catch::Contains("100 percent"));
+}

@@ -1,1 +1,138 @@
+// Scenario files: extends, --set overrides, and strict validation with a specific message for
+// each kind of mistake.
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "models/fabric.h"
+#include "sim/scenario_file.h"
+
+using namespace fabtwin;
+namespace fs = std::filesystem;
+
+namespace {
+const fs::path kData = FABTWIN_TEST_DATA;
+
+fs::path write_temp(const std::string& name, const std::string& text) {
+  const fs::path dir = fs::temp_directory_path() / ("fabtwin-test-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path file = dir / name;
+  std::ofstream(file) << text;
+  return file;
+}
+
+// A valid 4-host star; each malformed case edits one thing with --set-style overrides.
+const char* kValid = R"({
+  "topology": {"type": "star", "hosts": 4},
+  "fabric": {"link": {"rate": "100Gbps", "delay": "1us"}},
+  "traffic": [{"type": "flows", "flows": [{"src": 0, "dst": 1, "size": "64KiB"}]}],
+  "run": {"end": "1ms"}
+})";
+
+std::string error_of(const std::vector<std::string>& overrides) {
+  try {
+    Fabric fabric(load_scenario(write_temp("valid.json", kValid), overrides));
+  } catch (const ScenarioError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+}  // namespace
+
+TEST_CASE("the valid base scenario builds", "[scenario]") {
+  CHECK(error_of({}) == "(no error)");
+}
+
+TEST_CASE("extends merges objects key by key, the extending file winning", "[scenario]") {
+  const ScenarioDocument doc = load_scenario(kData / "child.json");
+  CHECK(doc.root["fabric"]["link"]["delay"] == "2us");
+  CHECK(doc.root["fabric"]["link"]["rate"] == "100Gbps");
+  CHECK(doc.root["run"]["seed"] == 9);
+  CHECK(doc.root["run"]["end"] == "1ms");
+  CHECK_FALSE(doc.root.contains("extends"));
+}
+
+TEST_CASE("an extends cycle is refused", "[scenario]") {
+  CHECK_THROWS_WITH(load_scenario(kData / "cycle_a.json"), Catch::Contains("cycle"));
+}
+
+TEST_CASE("overrides (--set) replace values, arrays by index, and creates missing objects", "[scenario]") {
+  nlohmann::json j = nlohmann::json::parse(kValid);
+  apply_override(j, "fabric.link.rate=25Gbps");
+  apply_override(j, "traffic[0].flows[0].dst=3");
+  apply_override(j, "run.seed=42");
+  apply_override(j, "nic.mtu=1024B");
+  CHECK(j["fabric"]["link"]["rate"] == "25Gbps");
+  CHECK(j["traffic"][0]["flows"][0]["dst"] == 3);
+  CHECK(j["run"]["seed"] == 42);
+  CHECK(j["nic"]["mtu"] == "1024B");
+  CHECK_THROWS_WITH(apply_override(j, "traffic[3].size=1MB"),
+                    Catch::Contains("traffic[3]") && Catch::Contains("does not exist"));
+  CHECK_THROWS_WITH(apply_override(j, "novalue"), Catch::Contains("path=value"));
+}
+
+TEST_CASE("malformed scenarios are answered by their specific error", "[scenario]") {
+  using Catch::Contains;
+  struct Case {
+    std::vector<std::string> set;
+    std::vector<std::string> says;
+  };
+  const std::vector<Case> cases = {
+      {{"fabrik={}"}, {"at fabrik", "unknown section"}},
+      {{"fabric.link.rat=1"}, {"at fabric.link.rat", "unknown key", "rate, delay"}},
+      {{"fabric.link.rate=100G"}, {"at fabric.link.rate", "Gbps", "\"100G\""}},
+      {{"fabric.link.delay=1"}, {"at fabric.link.delay", "written as text with its unit", "found 1"}},
+      {{"fabric.link.delay=-5us"}, {"at fabric.link.delay", "negative"}},
+      {{"topology.type=torus"}, {"at topology.type", "star,leaf_spine,fat_tree", "torus"}},
+      {{"topology.hosts=1"}, {"at topology.hosts", "2..65536", "found 1"}},
+      {{"topology.k=4"}, {"at topology.k", "does not apply"}},
+      {{"topology.type=fat_tree", "topology.hosts=null", "topology.k=5"},
+       {"at topology.k", "even radix", "5"}},
+      {{"traffic[0].flows[0].dst=9"}, {"at traffic[0].flows[0].dst", "host index 0..3", "9"}},
+      {{"traffic[0].flows[0].dst=0"}, {"at traffic[0].flows[0].dst", "other than src"}},
+      {{"traffic[0].flows[0].size=big"}, {"at traffic[0].flows[0].size", "a size like"}},
+      {{"traffic[0].flows[0].siez=1MB"}, {"at traffic[0].flows[0].siez", "unknown key"}},
+      {{"traffic[0].type=storm"}, {"at traffic[0].type", "incast", "storm"}},
+      {{"traffic[0]={\"type\":\"incast\",\"senders\":7,\"size\":\"1MB\"}"},
+       {"at traffic[0].senders", "sender count 1..3", "7"}},
+      {{"traffic[0]={\"type\":\"poisson\",\"cdf\":\"nosuch\",\"duration\":\"1ms\"}"},
+       {"at traffic[0].cdf", "nosuch.txt"}},
+      {{"traffic[0]={\"type\":\"poisson\",\"load\":1.5,\"duration\":\"1ms\"}"},
+       {"at traffic[0].load", "between 0 and 1"}},
+      {{"traffic[0]={\"type\":\"permutation\"}"}, {"at traffic[0].size", "required"}},
+      {{"nic.mtu=0B"}, {"at nic.mtu", "1B to 9000B"}},
+      {{"fabric.switch.buffer=10B"}, {"at fabric.switch.buffer", "at least two frames"}},
+      {{"run.end=soon"}, {"at run.end", "a time like"}},
+      {{"routing.algorithm=spray"}, {"at routing.algorithm", "ecmp", "spray"}},
+      {{"output.hdf5=3"}, {"at output.hdf5", "expected a string"}},
+  };
+  for (const Case& c : cases) {
+    const std::string message = error_of(c.set);
+    INFO("override: " << c.set.back() << "\nmessage: " << message);
+    for (const std::string& s : c.says) CHECK_THAT(message, Contains(s));
+  }
+}
+
+TEST_CASE("a file that is not JSON is reported with its line and column", "[scenario]") {
+  const fs::path bad = write_temp("bad.json", "{\n  \"run\": {\"end\": \"1ms\",}\n}\n");
+  CHECK_THROWS_WITH(load_scenario(bad), Catch::Contains("bad.json:2:") &&
+                                            Catch::Contains("not valid JSON"));
+  CHECK_THROWS_WITH(load_scenario(kData / "no-such-file.json"), Catch::Contains("cannot open"));
+}
+
+TEST_CASE("the CLI exits non-zero on a bad scenario and writes no result file", "[scenario][cli]") {
+  const fs::path bad = write_temp("bad-unit.json", R"({"fabric": {"link": {"rate": "fast"}}})");
+  const fs::path out = bad.parent_path() / "should-not-exist.h5";
+  const std::string command = std::string(FABTWIN_BINARY) + " run " + bad.string() + " --out " +
+                              out.string() + " > /dev/null 2>&1";
+  const int status = std::system(command.c_str());
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 2);
+  CHECK_FALSE(fs::exists(out));
+  for (const auto& entry : fs::directory_iterator(bad.parent_path())) {
+    CHECK(entry.path().string().find(".partial-") == std::string::npos);
+  }
+}

@@ -1,0 +1,53 @@
+# The two commands: `make run` and `make test`. Both install missing Debian packages first.
+BUILD     ?= build
+JOBS      ?= $(shell nproc)
+SCENARIO  ?= scenarios/default.json
+OUT       ?= results/default.h5
+
+DEBIAN_PACKAGES = build-essential cmake pkg-config \
+  libboost-graph-dev libboost-program-options-dev libtbb-dev libhdf5-dev \
+  nlohmann-json3-dev catch2 libibverbs-dev librdmacm-dev libopenmpi-dev openmpi-bin \
+  python3-h5py python3-matplotlib python3-numpy python3-ipykernel python3-nbformat \
+  jupyter-nbconvert
+
+SUDO = $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: all setup configure build run test bench bench-queue validate format clean
+
+all: build
+
+setup:
+	@missing=$$(for p in $(DEBIAN_PACKAGES); do \
+	    dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:" $$missing; \
+	  $(SUDO) apt-get update -q && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q --no-install-recommends $$missing; \
+	fi
+
+configure: setup
+	@[ -f $(BUILD)/CMakeCache.txt ] || cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
+
+build: configure
+	cmake --build $(BUILD) -j $(JOBS)
+
+run: build
+	$(BUILD)/fabtwin run $(SCENARIO) --out $(OUT)
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+validate: build
+	$(BUILD)/fabtwin validate
+
+bench: build
+	$(BUILD)/fabtwin bench
+
+bench-queue: build
+	$(BUILD)/fabtwin bench --queue
+
+format:
+	clang-format -i $$(git ls-files '*.cpp' '*.h')
+
+clean:
+	rm -rf $(BUILD)
