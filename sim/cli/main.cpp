@@ -8,6 +8,7 @@
 
 #include "models/fabric.h"
 #include "sim/cli/bench.h"
+#include "sim/cli/describe.h"
 #include "sim/cli/report.h"
 #include "sim/cli/validation.h"
 
@@ -23,6 +24,8 @@ constexpr const char* kUsage =
     "  run SCENARIO [--set path=value]... [--out FILE.h5] [--json FILE]\n"
     "                      simulate a scenario and print a summary\n"
     "  describe [MODEL]    list parameters: meaning, unit, default, source\n"
+    "  describe --markdown | --json-schema\n"
+    "                      the same as docs/model-reference.md or a JSON Schema for editors\n"
     "  validate [CASE]...  run validation cases against their references\n"
     "  bench [--queue]     standard benchmark (k=8 fat-tree permutation) or event-queue micro\n"
     "\n"
@@ -77,48 +80,6 @@ int command_run(const std::vector<std::string>& args) {
     std::cout << "results     " << out << "\n";
   }
   if (!json.empty()) write_json_report(result, json);
-  return 0;
-}
-
-void print_group(const ParamGroup& g) {
-  std::cout << g.title << "  [" << g.path << "]\n";
-  for (const Param& p : g.params) {
-    std::string type = param_type_name(p.type);
-    if (p.type == ParamType::Choice) type += " (" + p.choices + ")";
-    if (p.type == ParamType::Integer && !p.choices.empty()) type += " " + p.choices;
-    std::cout << "  " << p.key << "\n";
-    std::cout << "      type     " << type << "\n";
-    std::cout << "      default  " << (p.default_value.empty() ? "(required)" : p.default_value)
-              << "\n";
-    std::cout << "      meaning  " << p.help << "\n";
-    std::cout << "      source   " << p.source << "\n";
-  }
-  std::cout << "\n";
-}
-
-int command_describe(const std::vector<std::string>& args) {
-  const auto groups = all_param_groups();
-  if (args.empty()) {
-    for (const ParamGroup* g : groups) print_group(*g);
-    return 0;
-  }
-  bool found = false;
-  for (const ParamGroup* g : groups) {
-    if (g->model == args[0]) {
-      print_group(*g);
-      found = true;
-    }
-  }
-  if (!found) {
-    std::cerr << "fabtwin describe: no model named \"" << args[0] << "\"; models:";
-    std::string last;
-    for (const ParamGroup* g : groups) {
-      if (g->model != last) std::cerr << " " << g->model;
-      last = g->model;
-    }
-    std::cerr << "\n";
-    return 2;
-  }
   return 0;
 }
 
