@@ -29,8 +29,8 @@ const ParamGroup kOutputParams{
         {"queue_sample_interval", ParamType::Time, "\"10us\"",
          "period of the per-port queue-depth samples; \"0us\" turns them off", "fabtwin"},
     }};
-const std::set<std::string> kSections{"topology", "fabric", "nic", "routing", "traffic", "run",
-                                      "output", "description"};
+const std::set<std::string> kSections{"topology", "fabric", "nic",         "routing", "traffic",
+                                      "run",      "output", "description", "$schema"};
 const ParamGroup kFabricParams{
     "fabric", "fabric", "Fabric sections",
     {{"link", ParamType::List, "{}", "see fabric.link", "fabtwin"},
@@ -72,7 +72,7 @@ Fabric::Fabric(const ScenarioDocument& doc) {
   for (const auto& [key, value] : root.items()) {
     if (!kSections.count(key)) {
       throw ScenarioError(key, "unknown section; a scenario has topology, fabric, nic, routing, "
-                               "traffic, run, output (and extends, description)");
+                               "traffic, run, output (and extends, description, $schema)");
     }
   }
   if (root.contains("description") && !root["description"].is_string()) {

@@ -15,15 +15,16 @@ namespace fabtwin {
 
 // Packet-level runs schedule almost every event a few nanoseconds to a few microseconds ahead,
 // so a wheel of 16384 buckets of 2.048 ns (a 33.5 us horizon) holds nearly all of them: a push
-// is an append, and a bucket is sorted once, when the clock reaches it (a few dozen events).
-// Later events wait in a heap and move onto the wheel as the horizon passes them.
+// links a node into its bucket's list, and a bucket is sorted once, when the clock reaches it
+// (a handful of events). Later events wait in a heap and move onto the wheel as the horizon
+// passes them. Nodes are recycled, so a steady run allocates nothing.
 class EventQueue {
  public:
   static constexpr int kBucketBits = 11;  // 2^11 ps (2.048 ns) per bucket
   static constexpr int kWheelBits = 14;   // 2^14 buckets on the wheel
   static constexpr int64_t kWheelSize = int64_t{1} << kWheelBits;
 
-  EventQueue() : wheel_(kWheelSize) {}
+  EventQueue() { heads_.fill(kNil); }
 
   bool empty() const { return size_ == 0; }
   size_t size() const { return size_; }
@@ -51,17 +52,35 @@ class EventQueue {
                                        current_.end(), e, comes_before);
       current_.insert(it, e);
     } else if (b < current_bucket_ + kWheelSize) {
-      const auto slot = static_cast<size_t>(b & (kWheelSize - 1));
-      wheel_[slot].push_back(e);
-      occupied_[slot >> 6] |= uint64_t{1} << (slot & 63);
-      ++on_wheel_;
+      put_on_wheel(b, e);
     } else {
       far_.push(e);
     }
   }
 
  private:
+  static constexpr uint32_t kNil = UINT32_MAX;
+  struct Node {
+    Event event;
+    uint32_t next;
+  };
+
   static int64_t bucket_of(const Event& e) { return e.time.ps >> kBucketBits; }
+
+  void put_on_wheel(int64_t bucket, const Event& e) {
+    uint32_t n = free_;
+    if (n == kNil) {
+      n = static_cast<uint32_t>(nodes_.size());
+      nodes_.push_back({});
+    } else {
+      free_ = nodes_[n].next;
+    }
+    const auto slot = static_cast<size_t>(bucket & (kWheelSize - 1));
+    nodes_[n] = {e, heads_[slot]};
+    heads_[slot] = n;
+    occupied_[slot >> 6] |= uint64_t{1} << (slot & 63);
+    ++on_wheel_;
+  }
 
   // Next occupied wheel slot after the current bucket, as an absolute bucket number.
   int64_t next_wheel_bucket() const {
@@ -88,7 +107,14 @@ class EventQueue {
     current_bucket_ = std::min(wheel_next, far_next);
     if (wheel_next == current_bucket_) {
       const auto slot = static_cast<size_t>(current_bucket_ & (kWheelSize - 1));
-      current_.swap(wheel_[slot]);
+      for (uint32_t n = heads_[slot]; n != kNil;) {
+        current_.push_back(nodes_[n].event);
+        const uint32_t next = nodes_[n].next;
+        nodes_[n].next = free_;
+        free_ = n;
+        n = next;
+      }
+      heads_[slot] = kNil;
       occupied_[slot >> 6] &= ~(uint64_t{1} << (slot & 63));
       on_wheel_ -= current_.size();
     }
@@ -99,10 +125,7 @@ class EventQueue {
       if (b == current_bucket_) {
         current_.push_back(e);
       } else {
-        const auto slot = static_cast<size_t>(b & (kWheelSize - 1));
-        wheel_[slot].push_back(e);
-        occupied_[slot >> 6] |= uint64_t{1} << (slot & 63);
-        ++on_wheel_;
+        put_on_wheel(b, e);
       }
     }
     std::sort(current_.begin(), current_.end(), comes_before);
@@ -111,7 +134,9 @@ class EventQueue {
   std::vector<Event> current_;  // the bucket being drained, sorted; next_ is its next event
   size_t next_ = 0;
   int64_t current_bucket_ = -1;
-  std::vector<std::vector<Event>> wheel_;
+  std::vector<Node> nodes_;  // wheel entries; free ones are chained from free_
+  uint32_t free_ = kNil;
+  std::array<uint32_t, kWheelSize> heads_;  // first node of each bucket, or kNil
   std::array<uint64_t, kWheelSize / 64> occupied_{};
   size_t on_wheel_ = 0;
   EventHeap far_;

@@ -118,6 +118,8 @@ nlohmann::json scenario_json_schema(const std::vector<const ParamGroup*>& groups
   props["extends"] = {{"type", "string"},
                       {"description", "another scenario file this one extends (relative path)"}};
   props["description"] = {{"type", "string"}, {"description", "what the scenario is for"}};
+  props["$schema"] = {{"type", "string"},
+                      {"description", "path or URL of this schema, for editors; ignored by fabtwin"}};
   nlohmann::json generators = nlohmann::json::array();
   nlohmann::json flow_entry;
   for (const ParamGroup* g : groups) {
