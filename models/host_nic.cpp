@@ -165,7 +165,7 @@ void HostNic::pump() {
   }
   const int prio = port.next_priority();
   if (prio >= 0) {  // responder ACKs/NAKs go ahead of new data
-    transmit(0, port.queues[prio].pop());
+    transmit_queued(0, prio);
   } else if (!send_next_data_packet()) {
     return;
   }
@@ -210,7 +210,7 @@ bool HostNic::send_next_data_packet() {
     } else {
       ++rotation_next_;
     }
-    transmit(0, p);
+    transmit(0, p, p->frame, p->priority);
     return true;
   }
   if (earliest != Time::max() && earliest < wake_at_) {

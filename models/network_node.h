@@ -47,6 +47,12 @@ class NetworkNode : public Component {
 
   bool port_free(uint32_t port_index) const { return ports_[port_index].busy_until <= now(); }
 
+  // Sends the head of queue `priority` of `port`.
+  void transmit_queued(uint32_t port_index, int priority) {
+    const QueuedPacket q = ports_[port_index].queues[priority].pop();
+    transmit(port_index, q.packet, q.frame, priority);
+  }
+
   // Asks for on_transmit_done() when the frame now on the wire of `port` ends. Only owners
   // with more to send ask, so an idle port costs no event.
   void request_transmit_done(uint32_t port_index) {
@@ -56,17 +62,17 @@ class NetworkNode : public Component {
     schedule_self(port.busy_until, make_kind(kTransmitDone, port_index), 0);
   }
 
-  // Puts `p` on the free wire of `port` now: the port is busy for the frame's wire time and
-  // the peer receives the whole frame (store and forward) one propagation delay later.
-  void transmit(uint32_t port_index, Packet* p) {
+  // Puts packet `p` (a `frame`-byte frame of `priority`) on the free wire of `port` now: the
+  // port is busy for the frame's wire time and the peer receives the whole frame (store and
+  // forward) one propagation delay later. The packet itself is not read here.
+  void transmit(uint32_t port_index, Packet* p, int frame, int priority) {
     EgressPort& port = ports_[port_index];
-    const Time wire = port.wire_time(p->frame);
+    const Time wire = port.wire_time(frame);
     port.busy_until = now() + wire;
     port.busy_time += wire;
-    PriorityCounters& c = port.counters[p->priority];
+    PriorityCounters& c = port.counters[priority];
     ++c.tx_packets;
-    c.tx_bytes += p->frame;
-    ++p->hops;
+    c.tx_bytes += frame;
     schedule(now() + wire + port.delay, port.peer, make_kind(kPacketArrival, port.peer_port),
              reinterpret_cast<uint64_t>(p));
   }

@@ -30,7 +30,6 @@ struct Packet {
   uint8_t priority = 0;      // 802.1p priority / traffic class 0..7
   uint8_t dscp = 0;
   Ecn ecn = Ecn::NotEct;
-  uint16_t hops = 0;
   uint16_t ingress_port = 0;  // set by a switch on arrival
   Time sent{};                // when the NIC put it on the wire
   Packet* next_free = nullptr;

@@ -1,4 +1,6 @@
-// A FIFO of packet pointers on a power-of-two ring that only grows: no allocation per packet.
+// A FIFO of queued packets on a power-of-two ring that only grows: no allocation per packet.
+// Each entry keeps the frame length beside the pointer, so serving a queue never touches the
+// packet itself (it may have left the cache long ago).
 #pragma once
 
 #include <cassert>
@@ -9,40 +11,45 @@
 
 namespace fabtwin {
 
+struct QueuedPacket {
+  Packet* packet;
+  int32_t frame;
+};
+
 class PacketFifo {
  public:
   bool empty() const { return size_ == 0; }
   size_t size() const { return size_; }
   int64_t bytes() const { return bytes_; }
-  Packet* front() const {
+  const QueuedPacket& front() const {
     assert(size_ > 0);
     return ring_[head_];
   }
 
   void push(Packet* p) {
     if (size_ == ring_.size()) grow();
-    ring_[(head_ + size_) & (ring_.size() - 1)] = p;
+    ring_[(head_ + size_) & (ring_.size() - 1)] = {p, p->frame};
     ++size_;
     bytes_ += p->frame;
   }
 
-  Packet* pop() {
+  QueuedPacket pop() {
     assert(size_ > 0);
-    Packet* p = ring_[head_];
+    const QueuedPacket q = ring_[head_];
     head_ = (head_ + 1) & (ring_.size() - 1);
     --size_;
-    bytes_ -= p->frame;
-    return p;
+    bytes_ -= q.frame;
+    return q;
   }
 
  private:
   void grow() {
-    std::vector<Packet*> bigger(ring_.empty() ? 16 : ring_.size() * 2);
+    std::vector<QueuedPacket> bigger(ring_.empty() ? 16 : ring_.size() * 2);
     for (size_t i = 0; i < size_; ++i) bigger[i] = ring_[(head_ + i) & (ring_.size() - 1)];
     ring_.swap(bigger);
     head_ = 0;
   }
-  std::vector<Packet*> ring_;
+  std::vector<QueuedPacket> ring_;
   size_t head_ = 0;
   size_t size_ = 0;
   int64_t bytes_ = 0;

@@ -79,9 +79,8 @@ void Switch::start_transmission(uint32_t port_index) {
     request_transmit_done(port_index);
     return;
   }
-  Packet* p = port.queues[prio].pop();
-  buffer_used_ -= p->frame;
-  transmit(port_index, p);
+  buffer_used_ -= port.queues[prio].front().frame;
+  transmit_queued(port_index, prio);
   if (port.next_priority() >= 0) request_transmit_done(port_index);
 }
 

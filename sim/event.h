@@ -31,6 +31,11 @@ constexpr unsigned __int128 order_of(const Event& e) {
 }
 constexpr bool comes_before(const Event& a, const Event& b) { return order_of(a) < order_of(b); }
 
+// comes_before as a function object, so that sorts and searches inline it.
+struct EventOrder {
+  constexpr bool operator()(const Event& a, const Event& b) const { return comes_before(a, b); }
+};
+
 constexpr uint64_t make_event_key(ComponentId source, uint64_t sequence) {
   return (uint64_t{source} << kSequenceBits) | (sequence & kSequenceMask);
 }

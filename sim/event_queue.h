@@ -49,7 +49,7 @@ class EventQueue {
     if (b <= current_bucket_) {
       // Due within the bucket being drained: insert in order among the events still to come.
       const auto it = std::upper_bound(current_.begin() + static_cast<std::ptrdiff_t>(next_),
-                                       current_.end(), e, comes_before);
+                                       current_.end(), e, EventOrder{});
       current_.insert(it, e);
     } else if (b < current_bucket_ + kWheelSize) {
       put_on_wheel(b, e);
@@ -128,7 +128,7 @@ class EventQueue {
         put_on_wheel(b, e);
       }
     }
-    std::sort(current_.begin(), current_.end(), comes_before);
+    std::sort(current_.begin(), current_.end(), EventOrder{});
   }
 
   std::vector<Event> current_;  // the bucket being drained, sorted; next_ is its next event

@@ -42,7 +42,7 @@ class StubHost final : public NetworkNode {
   void on_transmit_done(uint32_t port) override {
     const int prio = ports_[0].next_priority();
     if (prio < 0) return;
-    transmit(port, ports_[0].queues[prio].pop());
+    transmit_queued(port, prio);
     if (ports_[0].next_priority() >= 0) request_transmit_done(0);
   }
   void on_timer(const Event&) override {}
