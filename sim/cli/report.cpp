@@ -23,6 +23,8 @@ RunFigures run_figures(const RunResult& r) {
   std::vector<double> fct, goodput;
   for (const FlowRecord& flow : r.flows) {
     ++f.flows;
+    f.retransmitted += flow.packets_retransmitted;
+    f.timeouts += flow.timeouts;
     if (!flow.completed) continue;
     ++f.completed;
     fct.push_back(static_cast<double>(flow.fct().ps));
@@ -85,7 +87,8 @@ void print_summary(const RunResult& r, std::ostream& out) {
       << (r.reached_end ? " (stopped at the end time with traffic pending)" : " (all traffic done)")
       << "\n\n";
 
-  out << "flows       " << f.completed << " of " << f.flows << " completed\n";
+  out << "flows       " << f.completed << " of " << f.flows << " completed, " << f.retransmitted
+      << " packets retransmitted, " << f.timeouts << " ACK timeouts\n";
   if (f.completed > 0) {
     out << "  FCT       p50 " << time_text(f.fct_p50_ps) << "   p99 " << time_text(f.fct_p99_ps)
         << "   max " << time_text(f.fct_max_ps) << "\n";
@@ -154,6 +157,7 @@ nlohmann::json json_report(const RunResult& r) {
   j["flows"] = {{"total", f.flows},          {"completed", f.completed},
                 {"fct_p50_ps", f.fct_p50_ps}, {"fct_p99_ps", f.fct_p99_ps},
                 {"fct_max_ps", f.fct_max_ps}, {"goodput_min_bps", f.goodput_min_bps},
+                {"packets_retransmitted", f.retransmitted}, {"timeouts", f.timeouts},
                 {"goodput_p50_bps", f.goodput_p50_bps}, {"goodput_max_bps", f.goodput_max_bps}};
   nlohmann::json flows = nlohmann::json::array();
   for (const FlowRecord& fl : r.flows) {

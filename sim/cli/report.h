@@ -18,6 +18,7 @@ struct RunFigures {
   double fct_p50_ps = 0, fct_p99_ps = 0, fct_max_ps = 0;
   double goodput_p50_bps = 0, goodput_min_bps = 0, goodput_max_bps = 0;
   int64_t drops = 0;
+  int64_t retransmitted = 0, timeouts = 0;
   int64_t max_queue_bytes = 0;
   double events_per_second = 0, data_packets_per_second = 0;
 };
