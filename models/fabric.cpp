@@ -34,7 +34,10 @@ const std::set<std::string> kSections{"topology", "fabric", "nic",         "rout
 const ParamGroup kFabricParams{
     "fabric", "fabric", "Fabric sections",
     {{"link", ParamType::List, "{}", "see fabric.link", "fabtwin"},
-     {"switch", ParamType::List, "{}", "see fabric.switch", "fabtwin"}}};
+     {"switch", ParamType::List, "{}", "see fabric.switch", "fabtwin"},
+     {"pfc", ParamType::List, "{}", "see fabric.pfc", "fabtwin"},
+     {"ecn", ParamType::List, "{}", "see fabric.ecn", "fabtwin"},
+     {"qos", ParamType::List, "{}", "see fabric.qos", "fabtwin"}}};
 const ParamGroup kRoutingParams{
     "routing",
     "routing",
@@ -50,8 +53,10 @@ const nlohmann::json& section(const nlohmann::json& root, const char* key) {
 }  // namespace
 
 std::vector<const ParamGroup*> all_param_groups() {
-  std::vector<const ParamGroup*> groups{&kTopologyParams, &kLinkParams,     &Switch::params(),
-                                        &HostNic::params(), &kRoutingParams};
+  std::vector<const ParamGroup*> groups{&kTopologyParams, &kLinkParams};
+  for (const ParamGroup* g : switch_param_groups()) groups.push_back(g);
+  groups.push_back(&HostNic::params());
+  groups.push_back(&kRoutingParams);
   for (const ParamGroup* g : traffic_param_groups()) groups.push_back(g);
   groups.push_back(&kRunParams);
   groups.push_back(&kOutputParams);
@@ -83,12 +88,13 @@ Fabric::Fabric(const ScenarioDocument& doc) {
   run_ = read_run_config(root);
 
   ParamReader fabric(section(root, "fabric"), "fabric", kFabricParams);
-  fabric.raw("link");
-  fabric.raw("switch");
+  for (const char* key : {"link", "switch", "pfc", "ecn", "qos"}) fabric.raw(key);
   fabric.finish();
   topology_ = read_topology(root);
-  SwitchConfig switch_config = Switch::read_config(root);
-  const NicConfig nic_config = HostNic::read_config(root);
+  NicConfig nic_config = HostNic::read_config(root);
+  SwitchConfig switch_config =
+      read_switch_config(root, roce::data_frame(static_cast<int>(nic_config.mtu.count), true));
+  nic_config.dscp_to_priority = switch_config.dscp_to_priority;
   ParamReader routing(section(root, "routing"), "routing", kRoutingParams);
   routing.choice("algorithm");
   routing.finish();
@@ -144,6 +150,10 @@ RunResult Fabric::run(const Simulator::Progress& progress) {
   const auto wall_start = std::chrono::steady_clock::now();
   const RunCounters counters = sim_->run(run_.end, progress);
   const auto wall_end = std::chrono::steady_clock::now();
+  for (size_t v = 0; v < topology_.nodes.size(); ++v) {
+    static_cast<NetworkNode&>(sim_->component(static_cast<ComponentId>(v)))
+        .close_pauses(counters.last_event_time);
+  }
 
   RunResult r;
   r.scenario_text = scenario_text_;
@@ -186,11 +196,28 @@ RunResult Fabric::run(const Simulator::Progress& progress) {
       rec.rate = port.rate;
       rec.busy_time = port.busy_time;
       rec.counters = port.counters;
+      for (const PauseInterval& pi : port.pause_intervals) {
+        r.pauses.push_back({static_cast<uint32_t>(r.ports.size()), pi.priority, pi.start, pi.end});
+      }
       r.ports.push_back(std::move(rec));
     }
   }
   for (size_t s = 0; s < switches_.size(); ++s) {
     const int v = topology_.hosts + static_cast<int>(s);
+    const SharedBuffer& b = switches_[s]->buffer();
+    BufferRecord rec;
+    rec.node = topology_.nodes[v].name;
+    rec.buffer = b.size();
+    rec.shared_pool = b.shared_pool();
+    for (size_t p = 0; p < switches_[s]->ports().size(); ++p) {
+      rec.headroom = std::max(rec.headroom, b.headroom_of(static_cast<int>(p)));
+    }
+    rec.max_used = b.max_used();
+    rec.headroom_overflows = switches_[s]->headroom_overflows();
+    r.buffers.push_back(rec);
+    for (const BufferSample& q : switches_[s]->buffer_samples()) {
+      r.buffer_samples.push_back({q.time, static_cast<uint32_t>(s), q.bytes});
+    }
     for (const QueueSample& q : switches_[s]->queue_samples()) {
       r.queue_samples.push_back({q.time, first_port[v] + q.port, q.bytes});
     }

@@ -13,7 +13,7 @@ struct FlowSpec {
   int dst = 0;
   Bytes size{};
   Time start{};
-  int priority = 3;
+  int dscp = 26;  // DSCP of its packets; switches and NICs map it to a priority
 };
 
 struct FlowRecord {

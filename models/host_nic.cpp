@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "models/pfc.h"
 #include "models/routing.h"
 
 namespace fabtwin {
@@ -59,6 +60,7 @@ uint32_t HostNic::add_send_qp(const FlowSpec& flow) {
   qp.hash = roce_flow_hash(static_cast<uint32_t>(flow.src), static_cast<uint32_t>(flow.dst),
                            udp_source_port);
   qp.rate = ports_.at(0).rate;
+  qp.priority = config_.dscp_to_priority[flow.dscp];
   qp.record.spec = flow;
   send_qps_.push_back(qp);
   return static_cast<uint32_t>(send_qps_.size() - 1);
@@ -73,7 +75,8 @@ uint32_t HostNic::add_receive_qp(const FlowSpec& flow, uint32_t sender_qp) {
   const auto udp_source_port = static_cast<uint16_t>(49152 + rng().below(16384));
   rq.hash = roce_flow_hash(static_cast<uint32_t>(host_), static_cast<uint32_t>(flow.src),
                            udp_source_port);
-  rq.priority = flow.priority;
+  rq.dscp = flow.dscp;
+  rq.priority = config_.dscp_to_priority[flow.dscp];
   receive_qps_.push_back(rq);
   return static_cast<uint32_t>(receive_qps_.size() - 1);
 }
@@ -138,6 +141,11 @@ void HostNic::on_timer(const Event& e) {
       wake_at_ = Time::max();
       pump();
       break;
+    case kPauseExpired:
+      if (ports_[0].paused_until[e.data] > now()) break;  // refreshed: a later expiry is due
+      ports_[0].close_pause(static_cast<int>(e.data), now());
+      pump();
+      break;
     default:
       break;
   }
@@ -163,13 +171,13 @@ void HostNic::pump() {
     request_transmit_done(0);
     return;
   }
-  const int prio = port.next_priority();
+  const int prio = port.select(now());
   if (prio >= 0) {  // responder ACKs/NAKs go ahead of new data
     transmit_queued(0, prio);
   } else if (!send_next_data_packet()) {
     return;
   }
-  if (port.next_priority() >= 0 || !rotation_.empty()) request_transmit_done(0);
+  if (port.has_backlog() || !rotation_.empty()) request_transmit_done(0);
 }
 
 bool HostNic::send_next_data_packet() {
@@ -178,6 +186,10 @@ bool HostNic::send_next_data_packet() {
     if (rotation_next_ >= rotation_.size()) rotation_next_ = 0;
     const uint32_t index = rotation_[rotation_next_];
     SendQp& qp = send_qps_[index];
+    if (ports_[0].paused(qp.priority, now())) {  // PFC: the expiry or XON restarts it
+      ++rotation_next_;
+      continue;
+    }
     if (qp.next_send > now()) {
       earliest = std::min(earliest, qp.next_send);
       ++rotation_next_;
@@ -196,7 +208,8 @@ bool HostNic::send_next_data_packet() {
     p->ecmp_hash = qp.hash;
     p->payload = static_cast<int32_t>(std::min<int64_t>(config_.mtu.count, qp.flow.size.count - offset));
     p->frame = roce::data_frame(p->payload, psn == 0);
-    p->priority = static_cast<uint8_t>(qp.flow.priority);
+    p->priority = static_cast<uint8_t>(qp.priority);
+    p->dscp = static_cast<uint8_t>(qp.flow.dscp);
     p->ecn = Ecn::Ect0;
     p->sent = now();
     if (qp.unacked_psn == psn) qp.deadline = now() + config_.ack_timeout;
@@ -231,6 +244,17 @@ void HostNic::on_arrival(uint32_t, Packet* p) {
     case PacketType::Nak:
       on_nak(*p);
       break;
+    case PacketType::Pause: {  // the NIC honours PFC: stop that priority for the asked time
+      EgressPort& port = ports_[0];
+      const Time duration = pfc::pause_duration(static_cast<int>(p->psn), port.rate);
+      port.pause(p->priority, now(), duration);
+      if (duration.ps > 0) {
+        schedule_self(port.paused_until[p->priority], kPauseExpired, p->priority);
+      } else {
+        pump();
+      }
+      break;
+    }
     default:
       break;
   }
@@ -270,6 +294,7 @@ void HostNic::send_control(PacketType type, const ReceiveQp& rq) {
   a->ecmp_hash = rq.hash;
   a->frame = roce::ack_frame();
   a->priority = static_cast<uint8_t>(rq.priority);
+  a->dscp = static_cast<uint8_t>(rq.dscp);
   a->sent = now();
   ports_[0].enqueue(a);
   pump();

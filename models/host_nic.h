@@ -15,6 +15,7 @@ struct NicConfig {
   Bytes mtu{4096};         // payload bytes per packet (RoCE path MTU)
   int ack_every = 1;       // responder ACKs every n-th in-order packet and the last one
   Time ack_timeout{};      // requester retransmits from the first unacknowledged PSN
+  std::array<uint8_t, 64> dscp_to_priority{};  // the fabric's QoS map (trust DSCP)
 };
 
 class HostNic final : public NetworkNode {
@@ -47,6 +48,7 @@ class HostNic final : public NetworkNode {
   enum Handler : uint32_t {
     kFlowStart = kFirstModelHandler,
     kPacingWake,
+    kPauseExpired,
     kAckTimeout = kBackgroundHandler | kFirstModelHandler,
   };
 
@@ -56,6 +58,7 @@ class HostNic final : public NetworkNode {
     uint32_t packets = 0;      // PSNs 0 .. packets-1
     uint32_t receiver_qp = 0;
     uint32_t hash = 0;         // 5-tuple hash with this QP's UDP source port
+    int priority = 0;          // egress priority (from the flow's DSCP)
     uint32_t next_psn = 0;     // next PSN to send
     uint32_t unacked_psn = 0;  // oldest PSN not yet acknowledged
     bool active = false;       // in the send rotation
@@ -72,6 +75,7 @@ class HostNic final : public NetworkNode {
     uint32_t sender_qp = 0;
     uint32_t packets = 0;
     uint32_t hash = 0;
+    int dscp = 0;
     int priority = 0;
     uint32_t expected_psn = 0;
     bool nak_outstanding = false;

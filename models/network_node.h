@@ -24,6 +24,12 @@ class NetworkNode : public Component {
   NetworkNode(std::string name, PacketPool& pool) : Component(std::move(name)), pool_(pool) {}
 
   std::vector<EgressPort>& ports() { return ports_; }
+  // Closes the pause intervals still open on every port at `end` (the end of the run).
+  void close_pauses(Time end) {
+    for (EgressPort& port : ports_) {
+      for (int p = 0; p < kPriorities; ++p) port.close_pause(p, end);
+    }
+  }
   const std::vector<EgressPort>& ports() const { return ports_; }
 
   void handle(const Event& e) final {
@@ -46,6 +52,16 @@ class NetworkNode : public Component {
   virtual void on_timer(const Event& e) = 0;
 
   bool port_free(uint32_t port_index) const { return ports_[port_index].busy_until <= now(); }
+
+  // Puts a MAC control frame (PFC) on the free wire of `port`; it is not a queue's traffic.
+  void transmit_control(uint32_t port_index, Packet* p) {
+    EgressPort& port = ports_[port_index];
+    const Time wire = port.wire_time(p->frame);
+    port.busy_until = now() + wire;
+    port.busy_time += wire;
+    schedule(now() + wire + port.delay, port.peer, make_kind(kPacketArrival, port.peer_port),
+             reinterpret_cast<uint64_t>(p));
+  }
 
   // Sends the head of queue `priority` of `port`.
   void transmit_queued(uint32_t port_index, int priority) {

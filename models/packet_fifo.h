@@ -14,6 +14,7 @@ namespace fabtwin {
 struct QueuedPacket {
   Packet* packet;
   int32_t frame;
+  uint16_t ingress;  // port it arrived on (the switch's buffer accounts it there)
 };
 
 class PacketFifo {
@@ -26,9 +27,9 @@ class PacketFifo {
     return ring_[head_];
   }
 
-  void push(Packet* p) {
+  void push(Packet* p, uint16_t ingress = 0) {
     if (size_ == ring_.size()) grow();
-    ring_[(head_ + size_) & (ring_.size() - 1)] = {p, p->frame};
+    ring_[(head_ + size_) & (ring_.size() - 1)] = {p, p->frame, ingress};
     ++size_;
     bytes_ += p->frame;
   }

@@ -4,21 +4,9 @@
 
 namespace fabtwin {
 
-int64_t PortRecord::tx_packets() const {
-  int64_t n = 0;
-  for (const PriorityCounters& c : counters) n += c.tx_packets;
-  return n;
-}
-int64_t PortRecord::tx_bytes() const {
-  int64_t n = 0;
-  for (const PriorityCounters& c : counters) n += c.tx_bytes;
-  return n;
-}
-int64_t PortRecord::drops() const {
-  int64_t n = 0;
-  for (const PriorityCounters& c : counters) n += c.drops;
-  return n;
-}
+int64_t PortRecord::tx_packets() const { return total(&PriorityCounters::tx_packets); }
+int64_t PortRecord::tx_bytes() const { return total(&PriorityCounters::tx_bytes); }
+int64_t PortRecord::drops() const { return total(&PriorityCounters::drops); }
 int64_t PortRecord::max_queue_bytes() const {
   int64_t m = 0;
   for (const PriorityCounters& c : counters) m = std::max(m, c.max_queue_bytes);

@@ -24,6 +24,35 @@ struct PortRecord {
   int64_t tx_bytes() const;
   int64_t drops() const;
   int64_t max_queue_bytes() const;  // deepest single priority queue
+  // Sum of one counter over the eight priorities.
+  template <typename Field>
+  Field total(Field PriorityCounters::*field) const {
+    Field sum{};
+    for (const PriorityCounters& c : counters) sum += c.*field;
+    return sum;
+  }
+};
+
+struct PauseRecord {
+  uint32_t port;  // index into RunResult::ports: the egress that was paused
+  uint8_t priority;
+  Time start;
+  Time end;
+};
+
+struct BufferRecord {
+  std::string node;
+  int64_t buffer = 0;        // configured total
+  int64_t shared_pool = 0;   // total less reserves and lossless headroom
+  int64_t headroom = 0;      // per lossless group, largest over the ports
+  int64_t max_used = 0;      // peak occupancy
+  int64_t headroom_overflows = 0;
+};
+
+struct BufferSampleRecord {
+  Time time;
+  uint32_t buffer;  // index into RunResult::buffers
+  int64_t bytes;
 };
 
 struct QueueDepthSample {
@@ -50,6 +79,9 @@ struct RunResult {
   std::vector<FlowRecord> flows;
   std::vector<PortRecord> ports;
   std::vector<QueueDepthSample> queue_samples;
+  std::vector<PauseRecord> pauses;
+  std::vector<BufferRecord> buffers;
+  std::vector<BufferSampleRecord> buffer_samples;
 };
 
 }  // namespace fabtwin

@@ -1,25 +1,27 @@
-// A store-and-forward Ethernet switch: routes each arriving frame by destination (ECMP over
-// equal-cost ports), admits it into a shared buffer with tail drop, and serves eight priority
-// queues per egress port in strict priority. The MMU, PFC and ECN hook in at admit() and
-// at dequeue.
+// A store-and-forward Ethernet switch. An arriving frame is classified by DSCP to a priority,
+// routed (ECMP over equal-cost ports), and admitted by the shared-buffer MMU; lossless
+// priorities send PFC XOFF/XON upstream as their ingress groups cross the MMU's thresholds.
+// Egress queues are served strict-priority then DWRR, skip priorities paused by the peer, and
+// mark ECN (RED) at dequeue or enqueue.
 #pragma once
 
 #include <vector>
 
 #include "models/network_node.h"
-#include "sim/params.h"
 #include "models/routing.h"
+#include "models/shared_buffer.h"
+#include "models/switch_config.h"
 
 namespace fabtwin {
-
-struct SwitchConfig {
-  Bytes buffer{};               // shared packet buffer of the whole switch
-  Time queue_sample_interval{};  // 0 = no queue-depth samples
-};
 
 struct QueueSample {
   Time time;
   uint32_t port;
+  int64_t bytes;
+};
+
+struct BufferSample {
+  Time time;
   int64_t bytes;
 };
 
@@ -28,15 +30,14 @@ class Switch final : public NetworkNode {
   Switch(std::string name, PacketPool& pool, const RoutingTable& routing, int node,
          const SwitchConfig& config);
 
-  // Schedules the first queue sample; call once the switch is added to a simulator.
+  // Sizes the buffer once the ports are wired (headroom depends on each port's link) and
+  // schedules the first sample; call once the switch is added to a simulator.
   void begin();
 
-  int64_t buffer_used() const { return buffer_used_; }
-  int64_t max_buffer_used() const { return max_buffer_used_; }
+  const SharedBuffer& buffer() const { return *buffer_; }
+  int64_t headroom_overflows() const;
   const std::vector<QueueSample>& queue_samples() const { return samples_; }
-
-  static const ParamGroup& params();
-  static SwitchConfig read_config(const nlohmann::json& scenario);
+  const std::vector<BufferSample>& buffer_samples() const { return buffer_samples_; }
 
  protected:
   void on_arrival(uint32_t port, Packet* p) override;
@@ -44,17 +45,27 @@ class Switch final : public NetworkNode {
   void on_timer(const Event& e) override;
 
  private:
-  enum Handler : uint32_t { kSampleQueues = kBackgroundHandler | 1 };
-  bool admit(const Packet& p);
+  enum Handler : uint32_t {
+    kPauseExpired = kFirstModelHandler,  // index = port, data = priority
+    kPauseRefresh,                       // index = port
+    kSample = kBackgroundHandler | 1,
+  };
   void start_transmission(uint32_t port);
+  void maybe_mark(EgressPort& port, int priority, Packet* p, int64_t queue_bytes);
+  void send_pause(uint32_t port, int priority, bool xoff);
+  void on_pause_frame(uint32_t port, const Packet& p);
+  Time refresh_interval(uint32_t port) const;
 
   const RoutingTable& routing_;
   int node_;
   uint32_t ecmp_salt_;
   SwitchConfig config_;
-  int64_t buffer_used_ = 0;
-  int64_t max_buffer_used_ = 0;
+  std::unique_ptr<SharedBuffer> buffer_;
+  // Ingress groups that have XOFF'ed their upstream and not yet XON'ed: bit p of [port].
+  std::vector<uint8_t> pausing_;
+  std::vector<bool> refresh_scheduled_;
   std::vector<QueueSample> samples_;
+  std::vector<BufferSample> buffer_samples_;
 };
 
 }  // namespace fabtwin

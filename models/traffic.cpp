@@ -8,23 +8,25 @@
 namespace fabtwin {
 namespace {
 
-const Param kPriority{"priority", ParamType::Integer, "3",
-                      "802.1p priority (traffic class) of the flows' data and ACKs",
-                      "priority 3 is the usual lossless RoCE class", "0..7"};
+const Param kDscp{"dscp", ParamType::Integer, "26",
+                  "DSCP of the flows' data and ACKs; fabric.qos.dscp_to_priority maps it to a "
+                  "priority (26 -> 3 by default)",
+                  "DSCP 26 on priority 3 is the usual lossless RoCE class (NVIDIA guidance)",
+                  "0..63"};
 const Param kStart{"start", ParamType::Time, "\"0us\"", "when the flows start", "fabtwin"};
 const Param kType{"type", ParamType::Choice, "", "generator type", "fabtwin",
                   "flows|incast|permutation|all_to_all|poisson"};
 
 const ParamGroup kFlowsParams{
     "traffic[type=flows]", "flows", "Explicit flows",
-    {kType, {"flows", ParamType::List, "", "list of {src, dst, size, start, priority}", "fabtwin"}}};
+    {kType, {"flows", ParamType::List, "", "list of {src, dst, size, start, dscp}", "fabtwin"}}};
 const ParamGroup kFlowEntryParams{
     "traffic[type=flows].flows[]", "flows", "One explicit flow",
     {{"src", ParamType::Integer, "", "sending host index", "fabtwin", "0.."},
      {"dst", ParamType::Integer, "", "receiving host index", "fabtwin", "0.."},
      {"size", ParamType::Bytes, "", "message size", "fabtwin"},
      kStart,
-     kPriority}};
+     kDscp}};
 const ParamGroup kIncastParams{
     "traffic[type=incast]", "incast", "N-to-1 incast",
     {kType,
@@ -33,19 +35,19 @@ const ParamGroup kIncastParams{
       "a count n (the n hosts after the receiver, wrapping) or a list of host indices", "fabtwin"},
      {"size", ParamType::Bytes, "", "message size per sender", "fabtwin"},
      kStart,
-     kPriority}};
+     kDscp}};
 const ParamGroup kPermutationParams{
     "traffic[type=permutation]", "permutation", "Random permutation",
     {kType,
      {"size", ParamType::Bytes, "", "message size per host", "fabtwin"},
      kStart,
-     kPriority}};
+     kDscp}};
 const ParamGroup kAllToAllParams{
     "traffic[type=all_to_all]", "all_to_all", "All-to-all",
     {kType,
      {"size", ParamType::Bytes, "", "message size per ordered host pair", "fabtwin"},
      kStart,
-     kPriority}};
+     kDscp}};
 const ParamGroup kPoissonParams{
     "traffic[type=poisson]", "poisson", "Poisson arrivals, sizes from a flow-size CDF",
     {kType,
@@ -60,7 +62,7 @@ const ParamGroup kPoissonParams{
      {"duration", ParamType::Time, "", "arrivals are generated from start for this long",
       "fabtwin"},
      kStart,
-     kPriority}};
+     kDscp}};
 
 struct Context {
   const Topology& topology;
@@ -77,8 +79,8 @@ int read_host(ParamReader& r, const std::string& key, const Topology& t) {
   return static_cast<int>(h);
 }
 
-void add_flow(Context& c, int src, int dst, Bytes size, Time start, int priority) {
-  c.flows.push_back({static_cast<uint32_t>(c.flows.size()), src, dst, size, start, priority});
+void add_flow(Context& c, int src, int dst, Bytes size, Time start, int dscp) {
+  c.flows.push_back({static_cast<uint32_t>(c.flows.size()), src, dst, size, start, dscp});
 }
 
 void explicit_flows(ParamReader& r, Context& c) {
@@ -92,7 +94,7 @@ void explicit_flows(ParamReader& r, Context& c) {
     const int dst = read_host(f, "dst", c.topology);
     if (src == dst) throw ScenarioError(f.path_of("dst"), "expected a host other than src, found " + std::to_string(dst));
     const Bytes size = f.bytes("size");
-    add_flow(c, src, dst, size, f.time("start"), static_cast<int>(f.integer("priority")));
+    add_flow(c, src, dst, size, f.time("start"), static_cast<int>(f.integer("dscp")));
     f.finish();
   }
 }
@@ -126,8 +128,8 @@ void incast(ParamReader& r, Context& c) {
   }
   const Bytes size = r.bytes("size");
   const Time start = r.time("start");
-  const int prio = static_cast<int>(r.integer("priority"));
-  for (int src : senders) add_flow(c, src, receiver, size, start, prio);
+  const int dscp = static_cast<int>(r.integer("dscp"));
+  for (int src : senders) add_flow(c, src, receiver, size, start, dscp);
 }
 
 void permutation(ParamReader& r, Context& c) {
@@ -140,17 +142,17 @@ void permutation(ParamReader& r, Context& c) {
   }
   const Bytes size = r.bytes("size");
   const Time start = r.time("start");
-  const int prio = static_cast<int>(r.integer("priority"));
-  for (int i = 0; i < n; ++i) add_flow(c, i, dst[i], size, start, prio);
+  const int dscp = static_cast<int>(r.integer("dscp"));
+  for (int i = 0; i < n; ++i) add_flow(c, i, dst[i], size, start, dscp);
 }
 
 void all_to_all(ParamReader& r, Context& c) {
   const Bytes size = r.bytes("size");
   const Time start = r.time("start");
-  const int prio = static_cast<int>(r.integer("priority"));
+  const int dscp = static_cast<int>(r.integer("dscp"));
   for (int s = 0; s < c.topology.hosts; ++s) {
     for (int d = 0; d < c.topology.hosts; ++d) {
-      if (s != d) add_flow(c, s, d, size, start, prio);
+      if (s != d) add_flow(c, s, d, size, start, dscp);
     }
   }
 }
@@ -170,7 +172,7 @@ void poisson(ParamReader& r, Context& c, const std::filesystem::path& scenario_d
   if (load <= 0) throw ScenarioError(r.path_of("load"), "expected a load above 0, found 0");
   const Time duration = r.time("duration");
   const Time start = r.time("start");
-  const int prio = static_cast<int>(r.integer("priority"));
+  const int dscp = static_cast<int>(r.integer("dscp"));
   const int hosts = c.topology.hosts;
   // Host link rate: the rate of the link each host hangs off (the first one found).
   double host_rate = 0;
@@ -190,7 +192,7 @@ void poisson(ParamReader& r, Context& c, const std::filesystem::path& scenario_d
     const int src = static_cast<int>(c.rng.below(hosts));
     int dst = static_cast<int>(c.rng.below(hosts - 1));
     if (dst >= src) ++dst;
-    add_flow(c, src, dst, Bytes{cdf.sample(c.rng)}, Time{static_cast<int64_t>(t)}, prio);
+    add_flow(c, src, dst, Bytes{cdf.sample(c.rng)}, Time{static_cast<int64_t>(t)}, dscp);
   }
 }
 

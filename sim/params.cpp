@@ -17,6 +17,7 @@ std::string param_type_name(ParamType t) {
     case ParamType::Rate: return "rate";
     case ParamType::Integer: return "integer";
     case ParamType::Probability: return "probability";
+    case ParamType::Factor: return "factor";
     case ParamType::Boolean: return "boolean";
     case ParamType::Choice: return "choice";
     case ParamType::Text: return "text";

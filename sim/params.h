@@ -12,7 +12,7 @@
 
 namespace fabtwin {
 
-enum class ParamType { Time, Bytes, Rate, Integer, Probability, Boolean, Choice, Text, List };
+enum class ParamType { Time, Bytes, Rate, Integer, Probability, Factor, Boolean, Choice, Text, List };
 
 struct Param {
   std::string key;
@@ -56,8 +56,10 @@ class ParamReader {
   std::string choice(const std::string& key);
   std::string text(const std::string& key);
   bool has(const std::string& key) const;
-  // The raw JSON value (for lists and nested objects), marked as read.
+  // The raw JSON value (for lists and nested objects), marked as read; null when absent.
   const nlohmann::json& raw(const std::string& key);
+  // The JSON value, or the declared default parsed as JSON when absent; marked as read.
+  nlohmann::json json(const std::string& key) { return value(key); }
   std::string path_of(const std::string& key) const;
   const std::string& path() const { return path_; }
 

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "models/flow_size_cdf.h"
+#include "models/pfc.h"
 #include "models/routing.h"
 #include "models/switch.h"
 #include "models/topology.h"
@@ -22,8 +23,10 @@ class StubHost final : public NetworkNode {
     Time time;
     uint32_t psn;
     int priority;
+    Ecn ecn;
   };
   std::vector<Arrival> arrivals;
+  std::vector<Arrival> pause_frames;  // psn = quanta
 
   void send(Packet* p) {
     ports_[0].enqueue(p);
@@ -36,16 +39,24 @@ class StubHost final : public NetworkNode {
 
  protected:
   void on_arrival(uint32_t, Packet* p) override {
-    arrivals.push_back({now(), p->psn, p->priority});
+    if (p->type == PacketType::Pause) {  // honour it, as a NIC does
+      pause_frames.push_back({now(), p->psn, p->priority, p->ecn});
+      const Time d = pfc::pause_duration(static_cast<int>(p->psn), ports_[0].rate);
+      ports_[0].pause(p->priority, now(), d);
+      schedule_self(d.ps > 0 ? ports_[0].paused_until[p->priority] : now(), kFirstModelHandler, 0);
+    } else {
+      arrivals.push_back({now(), p->psn, p->priority, p->ecn});
+    }
     pool_.release(p);
   }
   void on_transmit_done(uint32_t port) override {
-    const int prio = ports_[0].next_priority();
+    if (!port_free(0)) return;
+    const int prio = ports_[0].select(now());
     if (prio < 0) return;
     transmit_queued(port, prio);
-    if (ports_[0].next_priority() >= 0) request_transmit_done(0);
+    if (ports_[0].has_backlog()) request_transmit_done(0);
   }
-  void on_timer(const Event&) override {}
+  void on_timer(const Event&) override { on_transmit_done(0); }
 };
 
 // A star of three stub hosts around one switch.
@@ -57,13 +68,20 @@ struct StarBench {
   std::vector<StubHost*> hosts;
   Switch* sw = nullptr;
 
-  explicit StarBench(Bytes buffer) {
+  static SwitchConfig config_with(const nlohmann::json& fabric) {
+    return read_switch_config({{"fabric", fabric}}, roce::data_frame(4096, true));
+  }
+
+  explicit StarBench(Bytes buffer)
+      : StarBench(config_with({{"switch", {{"buffer", format_bytes(buffer)}}}})) {}
+
+  explicit StarBench(const SwitchConfig& config) {
     for (int h = 0; h < 3; ++h) {
       auto host = std::make_unique<StubHost>("host" + std::to_string(h), pool);
       hosts.push_back(host.get());
       sim.add(std::move(host));
     }
-    auto s = std::make_unique<Switch>("switch", pool, routing, 3, SwitchConfig{buffer, Time{}});
+    auto s = std::make_unique<Switch>("switch", pool, routing, 3, config);
     sw = s.get();
     sim.add(std::move(s));
     for (NetworkNode* n : {static_cast<NetworkNode*>(hosts[0]), static_cast<NetworkNode*>(hosts[1]),
@@ -81,10 +99,14 @@ struct StarBench {
       b.peer = l.a;
       b.peer_port = l.a_port;
     }
+    sw->begin();
   }
 
+  // A data packet of `priority`, carrying DSCP 8 x priority (the default map gives it back).
   Packet* packet(int src, int dst, uint32_t psn, int payload, int priority = 3) {
     Packet* p = pool.acquire();
+    p->dscp = static_cast<uint8_t>(8 * priority);
+    p->ecn = Ecn::Ect0;
     p->src_host = src;
     p->dst_host = dst;
     p->psn = psn;
@@ -119,21 +141,25 @@ TEST_CASE("back-to-back frames leave the switch one wire time apart", "[switch]"
   }
 }
 
-TEST_CASE("a full shared buffer drops at the tail and counts it at the egress", "[switch]") {
+TEST_CASE("a lossy queue past its egress threshold drops and counts it at the egress", "[switch]") {
   const int frame = roce::data_frame(1000, false);
-  StarBench b(Bytes{4 * frame});  // room for four frames
-  for (uint32_t i = 0; i < 20; ++i) {
-    b.hosts[0]->send(b.packet(0, 1, i, 1000));
-    b.hosts[2]->send(b.packet(2, 1, 100 + i, 1000));
+  // No reserve, alpha 1: one congested queue may hold half the free buffer, about 10 frames.
+  StarBench b(StarBench::config_with(
+      {{"switch", {{"buffer", std::to_string(20 * frame) + "B"}, {"reserve", "0B"}, {"egress_alpha", "1"}}},
+       {"pfc", {{"enabled", false}}}}));
+  for (uint32_t i = 0; i < 30; ++i) {
+    b.hosts[0]->send(b.packet(0, 1, i, 1000, 1));
+    b.hosts[2]->send(b.packet(2, 1, 100 + i, 1000, 1));
   }
   b.sim.run(parse_time("1ms"));
-  const auto& egress = b.sw->ports()[1];  // switch port 1 faces host1
+  const auto& c = b.sw->ports()[1].counters[1];  // switch port 1 faces host1
   const int64_t received = static_cast<int64_t>(b.hosts[1]->arrivals.size());
-  CHECK(egress.counters[3].drops > 0);
-  CHECK(received + egress.counters[3].drops == 40);
-  CHECK(egress.counters[3].drop_bytes == egress.counters[3].drops * frame);
-  CHECK(b.sw->max_buffer_used() <= 4 * frame);
-  CHECK(b.sw->buffer_used() == 0);
+  CHECK(c.drops > 0);
+  CHECK(c.drops == c.drops_egress);
+  CHECK(received + c.drops == 60);
+  CHECK(c.drop_bytes == c.drops * frame);
+  CHECK(b.sw->buffer().max_used() <= 20 * frame / 2 + 2 * frame);
+  CHECK(b.sw->buffer().used() == 0);
   CHECK(b.pool.in_use() == 0);  // every packet came back to the pool
 }
 

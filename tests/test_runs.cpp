@@ -86,7 +86,8 @@ TEST_CASE("flows sharing one bottleneck get equal shares and fill it", "[run]") 
 
 TEST_CASE("losses from a small buffer are recovered go-back-N", "[run]") {
   const RunResult r = run_json(star(5, {{{"type", "incast"}, {"receiver", 0}, {"size", "1MB"}}}),
-                               {"fabric.switch.buffer=40KB", "nic.ack_timeout=100us"});
+                               {"fabric.switch.buffer=200KB", "fabric.switch.reserve=0B",
+                                "fabric.pfc.enabled=false", "nic.ack_timeout=100us"});
   int64_t drops = 0, retransmitted = 0;
   for (const PortRecord& p : r.ports) drops += p.drops();
   for (const FlowRecord& f : r.flows) {

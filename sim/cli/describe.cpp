@@ -56,6 +56,11 @@ nlohmann::json param_schema(const Param& p) {
             {{{"type", "number"}, {"minimum", 0}, {"maximum", 1}},
              {{"type", "string"}, {"pattern", "^(0(\\.[0-9]+)?|1(\\.0+)?)$"}}}}};
       break;
+    case ParamType::Factor:
+      s = {{"oneOf",
+            {{{"type", "number"}, {"exclusiveMinimum", 0}},
+             {{"type", "string"}, {"pattern", "^[0-9]+(\\.[0-9]+)?(/[0-9]+(\\.[0-9]+)?)?$"}}}}};
+      break;
     case ParamType::Boolean: s = {{"type", "boolean"}}; break;
     case ParamType::Choice: s = {{"enum", split(p.choices, '|')}}; break;
     case ParamType::Text: s = {{"type", "string"}}; break;

@@ -1,4 +1,4 @@
-// The HDF5 result file; layout documented in docs/hdf5-schema.md (schema version 1).
+// The HDF5 result file; layout documented in docs/hdf5-schema.md (schema version 2).
 #include <cstring>
 
 #include "sim/cli/atomic_file.h"
@@ -12,7 +12,7 @@ constexpr size_t kNameLength = 32;
 
 struct FlowRow {
   uint32_t id;
-  int32_t src, dst, priority;
+  int32_t src, dst, dscp;
   int64_t size_bytes, start_ps, finish_ps, fct_ps;
   double goodput_bps;
   uint8_t completed;
@@ -25,12 +25,31 @@ struct PortRow {
   char peer[kNameLength];
   uint8_t is_switch;
   int64_t rate_bps, busy_ps, tx_packets, tx_bytes, drops, max_queue_bytes;
+  int64_t pause_sent, pause_received, paused_ps, ecn_marks, drops_headroom, drops_egress;
 };
 
 struct PortPriorityRow {
   uint32_t port_index;
   uint8_t priority;
-  int64_t tx_packets, tx_bytes, drops, drop_bytes, max_queue_bytes;
+  int64_t tx_packets, tx_bytes, drops, drop_bytes, drops_egress, drops_headroom, max_queue_bytes,
+      ecn_marks, pause_sent, xon_sent, xoff_transitions, pause_received, xon_received, paused_ps;
+};
+
+struct PauseRow {
+  uint32_t port_index;
+  uint8_t priority;
+  int64_t start_ps, end_ps;
+};
+
+struct BufferRow {
+  char node[kNameLength];
+  int64_t buffer_bytes, shared_pool_bytes, headroom_bytes, max_used_bytes, headroom_overflows;
+};
+
+struct BufferSampleRow {
+  int64_t time_ps;
+  uint32_t buffer_index;
+  int64_t bytes;
 };
 
 struct QueueRow {
@@ -65,7 +84,7 @@ void write_contents(const RunResult& r, const std::filesystem::path& path) {
   std::vector<FlowRow> flows;
   flows.reserve(r.flows.size());
   for (const FlowRecord& f : r.flows) {
-    flows.push_back({f.spec.id, f.spec.src, f.spec.dst, f.spec.priority, f.spec.size.count,
+    flows.push_back({f.spec.id, f.spec.src, f.spec.dst, f.spec.dscp, f.spec.size.count,
                      f.spec.start.ps, f.completed ? f.finish.ps : -1,
                      f.completed ? f.fct().ps : -1, f.completed ? f.goodput_bps() : 0.0,
                      static_cast<uint8_t>(f.completed), f.bytes_received,
@@ -75,7 +94,7 @@ void write_contents(const RunResult& r, const std::filesystem::path& path) {
               u8 = H5T_NATIVE_UINT8, f64 = H5T_NATIVE_DOUBLE;
   h5.table("flows", flows,
            {FIELD(FlowRow, id, u32), FIELD(FlowRow, src, i32), FIELD(FlowRow, dst, i32),
-            FIELD(FlowRow, priority, i32), FIELD(FlowRow, size_bytes, i64),
+            FIELD(FlowRow, dscp, i32), FIELD(FlowRow, size_bytes, i64),
             FIELD(FlowRow, start_ps, i64), FIELD(FlowRow, finish_ps, i64),
             FIELD(FlowRow, fct_ps, i64), FIELD(FlowRow, goodput_bps, f64),
             FIELD(FlowRow, completed, u8), FIELD(FlowRow, bytes_received, i64),
@@ -97,12 +116,21 @@ void write_contents(const RunResult& r, const std::filesystem::path& path) {
     row.tx_bytes = p.tx_bytes();
     row.drops = p.drops();
     row.max_queue_bytes = p.max_queue_bytes();
+    row.pause_sent = p.total(&PriorityCounters::pause_sent);
+    row.pause_received = p.total(&PriorityCounters::pause_received);
+    row.paused_ps = p.total(&PriorityCounters::paused_time).ps;
+    row.ecn_marks = p.total(&PriorityCounters::ecn_marks);
+    row.drops_headroom = p.total(&PriorityCounters::drops_headroom);
+    row.drops_egress = p.total(&PriorityCounters::drops_egress);
     ports.push_back(row);
     for (int prio = 0; prio < kPriorities; ++prio) {
       const PriorityCounters& c = p.counters[prio];
-      if (c.tx_packets == 0 && c.drops == 0) continue;
+      if (c.tx_packets == 0 && c.drops == 0 && c.pause_sent == 0 && c.pause_received == 0) continue;
       priorities.push_back({static_cast<uint32_t>(i), static_cast<uint8_t>(prio), c.tx_packets,
-                            c.tx_bytes, c.drops, c.drop_bytes, c.max_queue_bytes});
+                            c.tx_bytes, c.drops, c.drop_bytes, c.drops_egress, c.drops_headroom,
+                            c.max_queue_bytes, c.ecn_marks, c.pause_sent, c.xon_sent,
+                            c.xoff_transitions, c.pause_received, c.xon_received,
+                            c.paused_time.ps});
     }
   }
   const hid_t name = h5.fixed_string(kNameLength);
@@ -111,12 +139,47 @@ void write_contents(const RunResult& r, const std::filesystem::path& path) {
             FIELD(PortRow, is_switch, u8), FIELD(PortRow, rate_bps, i64),
             FIELD(PortRow, busy_ps, i64), FIELD(PortRow, tx_packets, i64),
             FIELD(PortRow, tx_bytes, i64), FIELD(PortRow, drops, i64),
-            FIELD(PortRow, max_queue_bytes, i64)});
+            FIELD(PortRow, max_queue_bytes, i64), FIELD(PortRow, pause_sent, i64),
+            FIELD(PortRow, pause_received, i64), FIELD(PortRow, paused_ps, i64),
+            FIELD(PortRow, ecn_marks, i64), FIELD(PortRow, drops_headroom, i64),
+            FIELD(PortRow, drops_egress, i64)});
   h5.table("port_priority", priorities,
            {FIELD(PortPriorityRow, port_index, u32), FIELD(PortPriorityRow, priority, u8),
             FIELD(PortPriorityRow, tx_packets, i64), FIELD(PortPriorityRow, tx_bytes, i64),
             FIELD(PortPriorityRow, drops, i64), FIELD(PortPriorityRow, drop_bytes, i64),
-            FIELD(PortPriorityRow, max_queue_bytes, i64)});
+            FIELD(PortPriorityRow, drops_egress, i64), FIELD(PortPriorityRow, drops_headroom, i64),
+            FIELD(PortPriorityRow, max_queue_bytes, i64), FIELD(PortPriorityRow, ecn_marks, i64),
+            FIELD(PortPriorityRow, pause_sent, i64), FIELD(PortPriorityRow, xon_sent, i64),
+            FIELD(PortPriorityRow, xoff_transitions, i64),
+            FIELD(PortPriorityRow, pause_received, i64), FIELD(PortPriorityRow, xon_received, i64),
+            FIELD(PortPriorityRow, paused_ps, i64)});
+
+  std::vector<PauseRow> pauses;
+  for (const PauseRecord& p : r.pauses) pauses.push_back({p.port, p.priority, p.start.ps, p.end.ps});
+  h5.table("pfc_pauses", pauses,
+           {FIELD(PauseRow, port_index, u32), FIELD(PauseRow, priority, u8),
+            FIELD(PauseRow, start_ps, i64), FIELD(PauseRow, end_ps, i64)});
+
+  std::vector<BufferRow> buffers;
+  for (const BufferRecord& b : r.buffers) {
+    BufferRow row{};
+    copy_name(row.node, b.node);
+    row.buffer_bytes = b.buffer;
+    row.shared_pool_bytes = b.shared_pool;
+    row.headroom_bytes = b.headroom;
+    row.max_used_bytes = b.max_used;
+    row.headroom_overflows = b.headroom_overflows;
+    buffers.push_back(row);
+  }
+  h5.table("buffers", buffers,
+           {FIELD(BufferRow, node, name), FIELD(BufferRow, buffer_bytes, i64),
+            FIELD(BufferRow, shared_pool_bytes, i64), FIELD(BufferRow, headroom_bytes, i64),
+            FIELD(BufferRow, max_used_bytes, i64), FIELD(BufferRow, headroom_overflows, i64)});
+  std::vector<BufferSampleRow> occupancy;
+  for (const BufferSampleRecord& s : r.buffer_samples) occupancy.push_back({s.time.ps, s.buffer, s.bytes});
+  h5.table("buffer_occupancy", occupancy,
+           {FIELD(BufferSampleRow, time_ps, i64), FIELD(BufferSampleRow, buffer_index, u32),
+            FIELD(BufferSampleRow, bytes, i64)});
 
   std::vector<QueueRow> samples;
   samples.reserve(r.queue_samples.size());

@@ -38,7 +38,26 @@ RunFigures run_figures(const RunResult& r) {
   f.goodput_max_bps = percentile(goodput, 100);
   for (const PortRecord& p : r.ports) {
     f.drops += p.drops();
+    f.drops_egress += p.total(&PriorityCounters::drops_egress);
+    const int64_t overflow = p.total(&PriorityCounters::drops_headroom);
+    f.drops_headroom += overflow;
+    f.ports_with_headroom_overflow += overflow > 0;
+    f.pause_sent += p.total(&PriorityCounters::pause_sent);
+    f.xon_sent += p.total(&PriorityCounters::xon_sent);
+    f.xoff_transitions += p.total(&PriorityCounters::xoff_transitions);
+    f.pause_received += p.total(&PriorityCounters::pause_received);
+    const Time paused = p.total(&PriorityCounters::paused_time);
+    f.paused_ps += static_cast<double>(paused.ps);
+    f.ports_paused += paused.ps > 0;
+    f.ecn_marks += p.total(&PriorityCounters::ecn_marks);
     if (p.switch_port) f.max_queue_bytes = std::max(f.max_queue_bytes, p.max_queue_bytes());
+  }
+  for (const BufferRecord& b : r.buffers) {
+    if (b.max_used > f.peak_buffer_bytes || f.peak_buffer_switch.empty()) {
+      f.peak_buffer_bytes = b.max_used;
+      f.buffer_bytes = b.buffer;
+      f.peak_buffer_switch = b.node;
+    }
   }
   if (r.wall_seconds > 0) {
     f.events_per_second = static_cast<double>(r.events) / r.wall_seconds;
@@ -117,7 +136,23 @@ void print_summary(const RunResult& r, std::ostream& out) {
     return a->max_queue_bytes() > b->max_queue_bytes();
   });
   out << "\nports       max switch queue " << bytes_text(f.max_queue_bytes) << ", drops " << f.drops
-      << " packets\n";
+      << " packets (" << f.drops_egress << " lossy over the egress limit, " << f.drops_headroom
+      << " lossless over the headroom)\n";
+  out << "  pfc       " << f.pause_sent << " XOFF frames sent (" << f.xoff_transitions
+      << " XOFF transitions, " << f.xon_sent << " XON), " << f.pause_received
+      << " XOFF received; " << f.ports_paused << " egress ports paused, "
+      << time_text(f.paused_ps) << " in total\n";
+  out << "  ecn       " << f.ecn_marks << " packets marked CE\n";
+  if (!f.peak_buffer_switch.empty()) {
+    out << "  buffer    peak " << bytes_text(f.peak_buffer_bytes) << " of "
+        << bytes_text(f.buffer_bytes) << " (" << f.peak_buffer_switch << ")\n";
+  }
+  if (f.drops_headroom > 0) {
+    out << "\nWARNING: PFC headroom overflowed on " << f.ports_with_headroom_overflow
+        << " port(s): " << f.drops_headroom
+        << " lossless packets were dropped. The headroom is too small for the link's\n"
+           "         delay and MTU; raise fabric.switch.headroom or leave it at \"auto\".\n";
+  }
   const size_t shown = std::min<size_t>(ports.size(), 8);
   if (shown > 0) {
     out << "  deepest queues (of " << ports.size() << " switch ports that queued):\n";
@@ -175,16 +210,32 @@ nlohmann::json json_report(const RunResult& r) {
   j["flow_records"] = std::move(flows);
   nlohmann::json ports = nlohmann::json::array();
   for (const PortRecord& p : r.ports) {
-    if (p.tx_packets() == 0 && p.drops() == 0) continue;
+    if (p.tx_packets() == 0 && p.drops() == 0 && p.total(&PriorityCounters::pause_sent) == 0) continue;
     ports.push_back({{"node", p.node},
                      {"port", p.port},
                      {"peer", p.peer},
                      {"tx_packets", p.tx_packets()},
                      {"tx_bytes", p.tx_bytes()},
                      {"drops", p.drops()},
-                     {"max_queue_bytes", p.max_queue_bytes()}});
+                     {"max_queue_bytes", p.max_queue_bytes()},
+                     {"ecn_marks", p.total(&PriorityCounters::ecn_marks)},
+                     {"xoff_sent", p.total(&PriorityCounters::pause_sent)},
+                     {"xoff_received", p.total(&PriorityCounters::pause_received)},
+                     {"paused_ps", p.total(&PriorityCounters::paused_time).ps}});
   }
-  j["ports"] = {{"drops", f.drops}, {"max_switch_queue_bytes", f.max_queue_bytes}};
+  j["ports"] = {{"drops", f.drops},
+                {"drops_egress_limit", f.drops_egress},
+                {"drops_headroom_overflow", f.drops_headroom},
+                {"max_switch_queue_bytes", f.max_queue_bytes},
+                {"ecn_marks", f.ecn_marks}};
+  j["pfc"] = {{"xoff_sent", f.pause_sent},
+              {"xon_sent", f.xon_sent},
+              {"xoff_transitions", f.xoff_transitions},
+              {"xoff_received", f.pause_received},
+              {"ports_paused", f.ports_paused},
+              {"paused_ps", f.paused_ps},
+              {"pause_intervals", r.pauses.size()}};
+  j["buffer"] = {{"peak_bytes", f.peak_buffer_bytes}, {"switch", f.peak_buffer_switch}};
   j["port_records"] = std::move(ports);
   j["engine"] = {{"data_packets_sent", r.data_packets_sent},
                  {"wall_seconds", r.wall_seconds},

@@ -10,14 +10,21 @@
 namespace fabtwin {
 
 inline constexpr const char* kVersion = FABTWIN_VERSION;
-inline constexpr int kHdf5SchemaVersion = 1;
+inline constexpr int kHdf5SchemaVersion = 2;
 
 // Figures shared by all three views, computed once.
 struct RunFigures {
   int64_t flows = 0, completed = 0;
   double fct_p50_ps = 0, fct_p99_ps = 0, fct_max_ps = 0;
   double goodput_p50_bps = 0, goodput_min_bps = 0, goodput_max_bps = 0;
-  int64_t drops = 0;
+  int64_t drops = 0, drops_egress = 0, drops_headroom = 0;
+  int64_t ports_with_headroom_overflow = 0;
+  int64_t pause_sent = 0, xon_sent = 0, xoff_transitions = 0, pause_received = 0;
+  double paused_ps = 0;  // summed over egress queues
+  int64_t ports_paused = 0;
+  int64_t ecn_marks = 0;
+  int64_t peak_buffer_bytes = 0, buffer_bytes = 0;
+  std::string peak_buffer_switch;
   int64_t retransmitted = 0, timeouts = 0;
   int64_t max_queue_bytes = 0;
   double events_per_second = 0, data_packets_per_second = 0;

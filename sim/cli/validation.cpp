@@ -34,6 +34,23 @@ double measure(const nlohmann::json& metric, const RunResult& r) {
   const std::string name = metric.at("name").get<std::string>();
   if (name == "flow_fct_ps") return static_cast<double>(r.flows[flow_arg(metric, r)].fct().ps);
   if (name == "flow_goodput_bps") return r.flows[flow_arg(metric, r)].goodput_bps();
+  if (name == "mean_max_queue_bytes") {
+    const std::string node = metric.at("node").get<std::string>();
+    double sum = 0;
+    int n = 0;
+    for (const auto& port : metric.at("ports")) {
+      for (const PortRecord& p : r.ports) {
+        if (p.node == node && p.port == port.get<uint32_t>()) {
+          sum += static_cast<double>(p.max_queue_bytes());
+          ++n;
+        }
+      }
+    }
+    if (n != static_cast<int>(metric.at("ports").size())) {
+      throw ScenarioError("metric.ports", "not every listed port exists on " + node);
+    }
+    return sum / n;
+  }
   std::vector<double> goodput;
   Time first = Time::max(), last{};
   double bits = 0;
@@ -46,13 +63,13 @@ double measure(const nlohmann::json& metric, const RunResult& r) {
   }
   if (name == "jain_index") return jain_index(goodput);
   if (name == "aggregate_goodput_bps") return bits / (last - first).seconds();
-  throw ScenarioError("metric.name", "expected flow_fct_ps, flow_goodput_bps, jain_index or "
-                                     "aggregate_goodput_bps, found \"" + name + "\"");
+  throw ScenarioError("metric.name", "expected flow_fct_ps, flow_goodput_bps, mean_max_queue_bytes, "
+                                     "jain_index or aggregate_goodput_bps, found \"" + name + "\"");
 }
 
 // Analytic references, computed from the same scenario the simulation ran.
 double analytic(const std::string& name, const nlohmann::json& metric, const Fabric& fabric,
-                const nlohmann::json& scenario) {
+                const nlohmann::json& scenario, const RunResult& result) {
   const NicConfig nic = HostNic::read_config(scenario);
   const Topology& topo = fabric.topology();
   const TopologyLink& host_link = topo.links.front();
@@ -72,8 +89,15 @@ double analytic(const std::string& name, const nlohmann::json& metric, const Fab
     return static_cast<double>(host_link.rate.bps) * payload /
            (payload + roce::kHeaderBytes + roce::kWireGapBytes);
   }
-  throw ScenarioError("reference.analytic", "expected single_packet_round_trip or roce_goodput, "
-                                            "found \"" + name + "\"");
+  if (name == "dynamic_threshold_steady_state") {
+    // N queues each held at T = alpha (B - sum Q): Q = alpha B / (1 + alpha N).
+    const double alpha = read_switch_config(scenario, 0).mmu.egress_alpha;
+    const double pool = static_cast<double>(result.buffers.at(0).shared_pool);
+    const double n = static_cast<double>(metric.at("ports").size());
+    return alpha * pool / (1 + alpha * n);
+  }
+  throw ScenarioError("reference.analytic", "expected single_packet_round_trip, roce_goodput or "
+                                            "dynamic_threshold_steady_state, found \"" + name + "\"");
 }
 
 std::filesystem::path cases_dir() { return std::filesystem::path(FABTWIN_SOURCE_DIR) / "validate"; }
@@ -106,7 +130,7 @@ ValidationOutcome run_validation_case(const std::filesystem::path& case_file) {
   o.metric = metric.at("name").get<std::string>();
   o.simulated = measure(metric, result);
   o.reference = reference.contains("analytic")
-                    ? analytic(reference["analytic"].get<std::string>(), metric, fabric, doc.root)
+                    ? analytic(reference["analytic"].get<std::string>(), metric, fabric, doc.root, result)
                     : reference.at("value").get<double>();
   o.source = reference.value("source", "");
   o.relative = tolerance.contains("relative");

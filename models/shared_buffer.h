@@ -1,0 +1,86 @@
+// A switch's shared-buffer memory management unit (MMU). Lossless priorities are admitted and
+// accounted at ingress, per (ingress port, priority group): a reserved minimum, then the shared
+// pool up to a static or dynamic (Choudhury-Hahne) threshold, then the PFC headroom; the same
+// threshold decides XOFF and XON. Lossy priorities are limited at egress, per (egress port,
+// queue), by a dynamic threshold on the free shared pool, and dropped beyond it.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace fabtwin {
+
+inline constexpr int kPriorityGroups = 8;
+
+struct MmuConfig {
+  int64_t buffer = 0;           // total packet buffer, bytes
+  int64_t reserve = 0;          // guaranteed minimum per (ingress port, priority group), bytes
+  bool dynamic = true;          // dynamic threshold; false: static XOFF threshold
+  double alpha = 1.0;           // dynamic threshold factor for ingress priority groups
+  int64_t static_xoff = 0;      // static threshold on a group's shared bytes
+  int64_t xon_offset = 0;       // XON when shared bytes fall this far below the threshold
+  double egress_alpha = 1.0;    // dynamic threshold factor for lossy egress queues
+  std::array<bool, kPriorityGroups> lossless{};
+};
+
+enum class Admission : uint8_t {
+  Admitted,
+  HeadroomOverflow,  // lossless: shared space and headroom exhausted (a configuration error)
+  EgressLimit,       // lossy: the egress queue is at its dynamic threshold
+};
+
+class SharedBuffer {
+ public:
+  // `headroom[port]` is the headroom of each lossless priority group of that ingress port.
+  SharedBuffer(const MmuConfig& config, std::vector<int64_t> headroom);
+
+  // Bytes set aside before the shared pool: every group's reserve and every lossless group's
+  // headroom. A buffer smaller than this cannot work.
+  int64_t set_aside() const { return set_aside_; }
+
+  // Accounts a frame arriving on (in_port, pg) for egress queue (out_port, queue).
+  Admission admit(int in_port, int pg, int out_port, int queue, int64_t bytes);
+  // Returns a frame's bytes when it leaves the switch (headroom first, as HPCC's ns-3 MMU does).
+  void release(int in_port, int pg, int out_port, int queue, int64_t bytes);
+
+  // PFC decisions for a lossless group: pause upstream when the group spills into headroom or
+  // reaches the threshold; resume once headroom is empty and it is xon_offset below.
+  bool should_pause(int in_port, int pg) const;
+  bool should_resume(int in_port, int pg) const;
+
+  int64_t size() const { return config_.buffer; }
+  int64_t shared_pool() const { return shared_pool_; }
+  int64_t shared_used() const { return shared_used_; }
+  int64_t used() const { return used_; }
+  int64_t max_used() const { return max_used_; }
+  int64_t headroom_of(int port) const { return headroom_[port]; }
+  int64_t group_shared(int port, int pg) const;
+  int64_t group_headroom(int port, int pg) const { return group(port, pg).headroom; }
+  // Current ingress threshold on a group's shared bytes.
+  int64_t threshold() const;
+
+ private:
+  struct Group {
+    int64_t bytes = 0;     // reserved + shared bytes held
+    int64_t headroom = 0;  // headroom bytes held
+  };
+  Group& group(int port, int pg) { return groups_[static_cast<size_t>(port) * kPriorityGroups + pg]; }
+  const Group& group(int port, int pg) const {
+    return groups_[static_cast<size_t>(port) * kPriorityGroups + pg];
+  }
+  int64_t shared_part(int64_t bytes) const { return bytes > config_.reserve ? bytes - config_.reserve : 0; }
+
+  MmuConfig config_;
+  std::vector<int64_t> headroom_;
+  std::vector<Group> groups_;
+  std::vector<int64_t> egress_;  // bytes per (egress port, queue)
+  int64_t set_aside_ = 0;
+  int64_t shared_pool_ = 0;
+  int64_t shared_used_ = 0;
+  int64_t used_ = 0;
+  int64_t max_used_ = 0;
+};
+
+}  // namespace fabtwin

@@ -1,0 +1,216 @@
+// Lossless Ethernet: pause-quantum arithmetic, headroom sizing, the MMU's thresholds and
+// hysteresis, the dynamic-threshold steady state, RED marking statistics, and whole-fabric
+// incasts with PFC.
+#include <cmath>
+
+#include "models/ecn_marking.h"
+#include "models/fabric.h"
+#include "models/pfc.h"
+#include "models/shared_buffer.h"
+#include "sim/rng.h"
+#include "test_support.h"
+
+using namespace fabtwin;
+
+TEST_CASE("a pause quantum is 512 bit times at the link's rate", "[pfc]") {
+  CHECK(pfc::pause_duration(1, parse_rate("100Gbps")).ps == 5'120);
+  CHECK(pfc::pause_duration(1, parse_rate("25Gbps")).ps == 20'480);
+  CHECK(pfc::pause_duration(1, parse_rate("400Gbps")).ps == 1'280);
+  // The largest pause, 65535 quanta (REFERENCES.md 2.1: 335.5 us, 1.342 ms, 83.9 us).
+  CHECK(pfc::pause_duration(65535, parse_rate("100Gbps")).ps == 335'539'200);
+  CHECK(pfc::pause_duration(65535, parse_rate("25Gbps")).ps == 1'342'156'800);
+  CHECK(pfc::pause_duration(65535, parse_rate("400Gbps")).ps == 83'884'800);
+  CHECK(pfc::pause_duration(0, parse_rate("100Gbps")).ps == 0);
+}
+
+TEST_CASE("automatic headroom follows the mlx5 driver's rule", "[pfc]") {
+  // REFERENCES.md 2.2 worked examples; 7 m of fibre is 35 ns, 100 m is 500 ns.
+  CHECK(pfc::mlx5_headroom(parse_rate("100Gbps"), parse_time("35ns"), 1500) == 35'680);
+  CHECK(pfc::mlx5_headroom(parse_rate("100Gbps"), parse_time("500ns"), 9216) == 76'767);
+  CHECK(pfc::mlx5_headroom(parse_rate("400Gbps"), parse_time("35ns"), 4200) == 137'824);
+  // Speeds below 40 Gb/s are sized as 40 Gb/s.
+  CHECK(pfc::mlx5_headroom(parse_rate("10Gbps"), parse_time("35ns"), 1500) ==
+        pfc::mlx5_headroom(parse_rate("40Gbps"), parse_time("35ns"), 1500));
+}
+
+namespace {
+MmuConfig static_lossless(int64_t xoff, int64_t xon_offset) {
+  MmuConfig c;
+  c.buffer = 1'000'000;
+  c.reserve = 0;
+  c.dynamic = false;
+  c.static_xoff = xoff;
+  c.xon_offset = xon_offset;
+  c.lossless[3] = true;
+  return c;
+}
+}  // namespace
+
+TEST_CASE("XOFF at the threshold, headroom beyond it, XON only below the hysteresis", "[mmu]") {
+  SharedBuffer mmu(static_lossless(10'000, 3'000), {5'000, 5'000});
+  for (int i = 0; i < 10; ++i) {
+    CHECK_FALSE(mmu.should_pause(0, 3));
+    REQUIRE(mmu.admit(0, 3, 1, 3, 1'000) == Admission::Admitted);
+  }
+  CHECK(mmu.group_shared(0, 3) == 10'000);
+  CHECK(mmu.should_pause(0, 3));  // at the threshold: XOFF
+  for (int i = 0; i < 5; ++i) REQUIRE(mmu.admit(0, 3, 1, 3, 1'000) == Admission::Admitted);
+  CHECK(mmu.group_headroom(0, 3) == 5'000);
+  CHECK(mmu.admit(0, 3, 1, 3, 1'000) == Admission::HeadroomOverflow);
+  CHECK(mmu.group_shared(1, 3) == 0);  // another ingress port is untouched
+  // Draining: headroom empties first; XON waits until shared + 3 KB <= 10 KB.
+  for (int i = 0; i < 5; ++i) mmu.release(0, 3, 1, 3, 1'000);
+  CHECK(mmu.group_headroom(0, 3) == 0);
+  CHECK(mmu.group_shared(0, 3) == 10'000);
+  CHECK_FALSE(mmu.should_resume(0, 3));
+  mmu.release(0, 3, 1, 3, 1'000);
+  mmu.release(0, 3, 1, 3, 1'000);
+  CHECK_FALSE(mmu.should_resume(0, 3));  // 8 KB + 3 KB > 10 KB
+  mmu.release(0, 3, 1, 3, 1'000);
+  CHECK(mmu.should_resume(0, 3));  // 7 KB + 3 KB <= 10 KB
+  for (int i = 0; i < 7; ++i) mmu.release(0, 3, 1, 3, 1'000);
+  CHECK(mmu.used() == 0);
+  CHECK(mmu.shared_used() == 0);
+}
+
+TEST_CASE("reserved bytes come before the shared pool", "[mmu]") {
+  MmuConfig c = static_lossless(10'000, 0);
+  c.reserve = 4'000;
+  SharedBuffer mmu(c, {0, 0});
+  for (int i = 0; i < 4; ++i) mmu.admit(0, 3, 1, 3, 1'000);
+  CHECK(mmu.group_shared(0, 3) == 0);
+  CHECK(mmu.shared_used() == 0);
+  mmu.admit(0, 3, 1, 3, 1'000);
+  CHECK(mmu.group_shared(0, 3) == 1'000);
+  CHECK(mmu.shared_pool() == 1'000'000 - 2 * 8 * 4'000);
+}
+
+TEST_CASE("N congested queues settle at the dynamic threshold's alpha B / (1 + alpha N)", "[mmu]") {
+  for (const double alpha : {0.5, 1.0, 2.0, 8.0}) {
+    for (const int n : {1, 2, 4, 8}) {
+      MmuConfig c;
+      c.buffer = 4'000'000;
+      c.egress_alpha = alpha;  // lossy queues, limited at egress
+      SharedBuffer mmu(c, std::vector<int64_t>(static_cast<size_t>(n) + 1, 0));
+      // Every queue keeps offering 1 KB frames until none is admitted any more.
+      std::vector<int64_t> queue(n, 0);
+      for (bool progress = true; progress;) {
+        progress = false;
+        for (int q = 0; q < n; ++q) {
+          if (mmu.admit(n, 0, q, 0, 1'000) == Admission::Admitted) {
+            queue[q] += 1'000;
+            progress = true;
+          }
+        }
+      }
+      const double expected = alpha * 4e6 / (1 + alpha * n);
+      INFO("alpha " << alpha << ", N " << n);
+      for (int64_t q : queue) CHECK(static_cast<double>(q) == Approx(expected).margin(1'000 * (1 + alpha)));
+    }
+  }
+}
+
+TEST_CASE("RED marks with probability 0 below Kmin, linear to Pmax, 1 at Kmax", "[ecn]") {
+  const RedMarking red{5'000, 200'000, 0.01};
+  CHECK(red.probability(5'000) == 0.0);
+  CHECK(red.probability(102'500) == Approx(0.005));
+  CHECK(red.probability(199'999) == Approx(0.01).epsilon(1e-4));
+  CHECK(red.probability(200'000) == 1.0);
+  // At a held queue depth the marked fraction matches the probability within 4 sigma.
+  const RedMarking steep{10'000, 110'000, 0.5};
+  Rng rng(3, 3);
+  for (const int64_t depth : {20'000, 60'000, 100'000}) {
+    const double p = steep.probability(depth);
+    const int trials = 200'000;
+    int marked = 0;
+    for (int i = 0; i < trials; ++i) marked += steep.should_mark(depth, rng);
+    const double sigma = std::sqrt(p * (1 - p) / trials);
+    CHECK(std::abs(static_cast<double>(marked) / trials - p) < 4 * sigma);
+  }
+}
+
+namespace {
+RunResult run_scenario(const nlohmann::json& scenario) {
+  ScenarioDocument doc;
+  doc.root = scenario;
+  doc.file = "inline.json";
+  doc.dir = ".";
+  Fabric fabric(doc);
+  return fabric.run();
+}
+
+nlohmann::json incast_16(const nlohmann::json& traffic, const std::string& buffer) {
+  return {{"topology", {{"type", "star"}, {"hosts", 17}}},
+          {"fabric", {{"link", {{"rate", "100Gbps"}, {"delay", "1us"}}}, {"switch", {{"buffer", buffer}}}}},
+          {"nic", {{"ack_timeout", "200us"}}},
+          {"traffic", traffic},
+          {"run", {{"end", "1s"}}}};
+}
+}  // namespace
+
+TEST_CASE("a 16:1 incast with sized headroom loses nothing; a lossy class drops", "[pfc][run]") {
+  const nlohmann::json lossless = {{{"type", "incast"}, {"receiver", 0}, {"size", "1MB"}}};
+  const RunResult r = run_scenario(incast_16(lossless, "2MB"));
+  int64_t drops = 0, xoff = 0, paused_hosts = 0, retx = 0;
+  for (const PortRecord& p : r.ports) {
+    drops += p.drops();
+    xoff += p.total(&PriorityCounters::pause_sent);
+    if (!p.switch_port && p.total(&PriorityCounters::pause_received) > 0) ++paused_hosts;
+  }
+  for (const FlowRecord& f : r.flows) {
+    CHECK(f.completed);
+    retx += f.packets_retransmitted;
+  }
+  CHECK(drops == 0);
+  CHECK(retx == 0);
+  CHECK(xoff > 0);
+  CHECK(paused_hosts == 16);  // every sender was paused
+  CHECK(r.buffers.at(0).max_used <= r.buffers.at(0).buffer);
+
+  nlohmann::json lossy = lossless;
+  lossy[0]["dscp"] = 8;  // priority 1: not lossless
+  const RunResult l = run_scenario(incast_16(lossy, "2MB"));
+  int64_t lossy_drops = 0, lossy_xoff = 0;
+  for (const PortRecord& p : l.ports) {
+    lossy_drops += p.total(&PriorityCounters::drops_egress);
+    lossy_xoff += p.total(&PriorityCounters::pause_sent);
+  }
+  CHECK(lossy_drops > 0);
+  CHECK(lossy_xoff == 0);
+  for (const FlowRecord& f : l.flows) CHECK(f.completed);  // go-back-N recovers
+}
+
+TEST_CASE("too little headroom overflows and is counted at the ingress", "[pfc][run]") {
+  nlohmann::json s = incast_16({{{"type", "incast"}, {"receiver", 0}, {"size", "1MB"}}}, "2MB");
+  s["fabric"]["switch"]["headroom"] = "2KB";
+  const RunResult r = run_scenario(s);
+  int64_t overflow = 0;
+  for (const PortRecord& p : r.ports) {
+    overflow += p.total(&PriorityCounters::drops_headroom);
+    if (p.total(&PriorityCounters::drops_headroom) > 0) CHECK(p.peer != "host0");  // senders' ports
+  }
+  CHECK(overflow > 0);
+  CHECK(r.buffers.at(0).headroom_overflows == overflow);
+}
+
+TEST_CASE("ECN marks appear only when a queue passes Kmin", "[ecn][run]") {
+  const nlohmann::json traffic = {{{"type", "incast"}, {"receiver", 0}, {"senders", 4}, {"size", "1MB"}}};
+  nlohmann::json s = incast_16(traffic, "32MB");
+  s["fabric"]["ecn"] = {{"kmin", "40MB"}, {"kmax", "50MB"}};  // never reached
+  int64_t marks = 0;
+  for (const PortRecord& p : run_scenario(s).ports) marks += p.total(&PriorityCounters::ecn_marks);
+  CHECK(marks == 0);
+  s["fabric"]["ecn"] = {{"kmin", "10KB"}, {"kmax", "20KB"}, {"pmax", 0.5}};
+  int64_t packets = 0;
+  marks = 0;
+  for (const PortRecord& p : run_scenario(s).ports) {
+    marks += p.total(&PriorityCounters::ecn_marks);
+    if (p.switch_port) packets += p.tx_packets();
+  }
+  CHECK(marks > 0);
+  CHECK(marks < packets);
+  s["fabric"]["ecn"]["enabled"] = false;
+  marks = 0;
+  for (const PortRecord& p : run_scenario(s).ports) marks += p.total(&PriorityCounters::ecn_marks);
+  CHECK(marks == 0);
+}
