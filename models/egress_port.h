@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <vector>
 
@@ -60,7 +61,8 @@ struct EgressPort {
   const SchedulerConfig* scheduler = nullptr;  // null: strict priority only
   bool ecn = false;             // RED/ECN marking at this egress
   RedMarking red;
-  std::array<PacketFifo, kPriorities> queues;
+  std::array<PacketFifo, kPriorities> queues;  // enqueue() and dequeue() keep `backlog` right
+  uint8_t backlog = 0;                         // bit p: queue p is not empty
   std::array<PriorityCounters, kPriorities> counters{};
 
   // PFC state set by the peer's pause frames.
@@ -95,48 +97,46 @@ struct EgressPort {
   }
 
   bool paused(int priority, Time now) const { return paused_until[priority] > now; }
-  bool eligible(int priority, Time now) const {
-    return !queues[priority].empty() && !paused(priority, now);
-  }
-  bool has_backlog() const {
-    for (const PacketFifo& q : queues) {
-      if (!q.empty()) return true;
-    }
-    return false;
-  }
+  bool has_backlog() const { return backlog != 0; }
 
   // The queue to serve next, or -1 if every non-empty queue is paused.
   int select(Time now) {
-    if (scheduler == nullptr) {
-      for (int p = kPriorities - 1; p >= 0; --p) {
-        if (eligible(p, now)) return p;
-      }
-      return -1;
+    unsigned eligible = backlog;
+    for (unsigned bits = eligible; bits != 0; bits &= bits - 1) {
+      const int p = std::countr_zero(bits);
+      if (paused(p, now)) eligible &= ~(1u << p);
     }
-    for (int p = kPriorities - 1; p >= 0; --p) {
-      if ((scheduler->strict_mask >> p & 1) && eligible(p, now)) return p;
+    if (eligible == 0) return -1;
+    if (scheduler == nullptr) return 31 - std::countl_zero(eligible);  // strict priority
+    if (const unsigned strict = eligible & scheduler->strict_mask; strict != 0) {
+      return 31 - std::countl_zero(strict);
     }
-    bool any = false;
-    for (int p = 0; p < kPriorities; ++p) {
-      any |= !(scheduler->strict_mask >> p & 1) && eligible(p, now);
+    if ((eligible & (eligible - 1)) == 0) {  // alone: served at once, no credit carried over
+      const int p = std::countr_zero(eligible);
+      deficit[p] = queues[p].front().frame;
+      return p;
     }
-    if (!any) return -1;
-    for (;;) {
+    for (;;) {  // deficit-weighted round robin
       const int p = round;
-      if (!(scheduler->strict_mask >> p & 1)) {
-        if (eligible(p, now)) {
-          if (!(credited >> p & 1)) {
-            deficit[p] += static_cast<int64_t>(scheduler->quantum) * scheduler->weights[p];
-            credited |= static_cast<uint8_t>(1u << p);
-          }
-          if (deficit[p] >= queues[p].front().frame) return p;
-        } else if (queues[p].empty()) {
-          deficit[p] = 0;  // an idle queue keeps no credit
+      if (eligible >> p & 1) {
+        if (!(credited >> p & 1)) {
+          deficit[p] += static_cast<int64_t>(scheduler->quantum) * scheduler->weights[p];
+          credited |= static_cast<uint8_t>(1u << p);
         }
+        if (deficit[p] >= queues[p].front().frame) return p;
+      } else if (!(backlog >> p & 1)) {
+        deficit[p] = 0;  // an idle queue keeps no credit
       }
       credited &= static_cast<uint8_t>(~(1u << p));
       round = static_cast<uint8_t>((round + 1) % kPriorities);
     }
+  }
+
+  // Takes the head of queue `priority` (after select()).
+  QueuedPacket dequeue(int priority) {
+    const QueuedPacket q = queues[priority].pop();
+    if (queues[priority].empty()) backlog &= static_cast<uint8_t>(~(1u << priority));
+    return q;
   }
 
   // Called with the frame taken from queue `priority` after select().
@@ -145,6 +145,7 @@ struct EgressPort {
   void enqueue(Packet* p, uint16_t ingress = 0) {
     PacketFifo& q = queues[p->priority];
     q.push(p, ingress);
+    backlog |= static_cast<uint8_t>(1u << p->priority);
     PriorityCounters& c = counters[p->priority];
     if (q.bytes() > c.max_queue_bytes) c.max_queue_bytes = q.bytes();
   }

@@ -95,6 +95,9 @@ Fabric::Fabric(const ScenarioDocument& doc) {
   SwitchConfig switch_config =
       read_switch_config(root, roce::data_frame(static_cast<int>(nic_config.mtu.count), true));
   nic_config.dscp_to_priority = switch_config.dscp_to_priority;
+  nic_config.pfc = switch_config.pfc;
+  nic_config.lossless = switch_config.mmu.lossless;
+  nic_config.pause_quanta = switch_config.pause_quanta;
   ParamReader routing(section(root, "routing"), "routing", kRoutingParams);
   routing.choice("algorithm");
   routing.finish();

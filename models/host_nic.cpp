@@ -20,6 +20,16 @@ const ParamGroup kNicParams{
         {"ack_every", ParamType::Integer, "1",
          "the responder acknowledges every n-th in-order packet (and always the last one)",
          "fabtwin; one ACK per packet as in the HPCC ns-3 model", "1..65536"},
+        {"rx_drain_rate", ParamType::Text, "\"line\"",
+         "rate at which the receiver takes packets off the wire into host memory; below the link "
+         "rate (a PCIe or memory bottleneck) arrivals wait in the receive buffer and the NIC "
+         "sends PFC pause for lossless priorities; \"line\" = never a bottleneck",
+         "fabtwin; ConnectX NICs send PFC when their receive buffer fills"},
+        {"rx_xoff", ParamType::Bytes, "\"64KB\"",
+         "receive-buffer occupancy at which the NIC pauses the lossless priority upstream",
+         "fabtwin"},
+        {"rx_xon", ParamType::Bytes, "\"32KB\"",
+         "receive-buffer occupancy at which the NIC resumes it (XON)", "fabtwin"},
         {"ack_timeout", ParamType::Time, "\"67.108864ms\"",
          "requester retransmits go-back-N from the oldest unacknowledged packet after this long "
          "without progress",
@@ -40,6 +50,21 @@ NicConfig HostNic::read_config(const nlohmann::json& scenario) {
   }
   c.ack_every = static_cast<int>(r.integer("ack_every"));
   c.ack_timeout = r.time("ack_timeout");
+  const std::string drain = r.text("rx_drain_rate");
+  if (drain != "line") {
+    try {
+      c.rx_drain_rate = parse_rate(drain);
+    } catch (const UnitError& e) {
+      throw ScenarioError(r.path_of("rx_drain_rate"), std::string("expected \"line\" or ") + e.what());
+    }
+  }
+  c.rx_xoff = r.bytes("rx_xoff").count;
+  c.rx_xon = r.bytes("rx_xon").count;
+  if (c.rx_xon > c.rx_xoff) {
+    throw ScenarioError(r.path_of("rx_xon"), "expected rx_xon <= rx_xoff, found " +
+                                                 format_bytes(Bytes{c.rx_xon}) + " > " +
+                                                 format_bytes(Bytes{c.rx_xoff}));
+  }
   if (c.ack_timeout.ps <= 0) {
     throw ScenarioError(r.path_of("ack_timeout"), "expected a positive time, found " +
                                                       format_time(c.ack_timeout));
@@ -141,6 +166,26 @@ void HostNic::on_timer(const Event& e) {
       wake_at_ = Time::max();
       pump();
       break;
+    case kRxDrained: {
+      Packet* p = rx_buffer_.pop().packet;
+      const int prio = p->priority;
+      receive_data(p);
+      if (!rx_buffer_.empty()) {
+        schedule_self(now() + roce::wire_time(rx_buffer_.front().frame, config_.rx_drain_rate),
+                      kRxDrained, 0);
+      }
+      if ((rx_pausing_ >> prio & 1) && rx_buffer_.bytes() <= config_.rx_xon) {
+        rx_pausing_ &= static_cast<uint8_t>(~(1u << prio));
+        send_rx_pause(prio, false);
+      }
+      break;
+    }
+    case kRxPauseRefresh:
+      rx_refresh_scheduled_ = false;
+      for (int prio = 0; prio < 8; ++prio) {
+        if (rx_pausing_ >> prio & 1) send_rx_pause(prio, true);
+      }
+      break;
     case kPauseExpired:
       if (ports_[0].paused_until[e.data] > now()) break;  // refreshed: a later expiry is due
       ports_[0].close_pause(static_cast<int>(e.data), now());
@@ -168,6 +213,18 @@ void HostNic::on_transmit_done(uint32_t) { pump(); }
 void HostNic::pump() {
   EgressPort& port = ports_[0];
   if (!port_free(0)) {
+    request_transmit_done(0);
+    return;
+  }
+  if (!port.pending_pause.empty()) {  // MAC control frames go first
+    const auto [pause_prio, quanta] = port.pending_pause.front();
+    port.pending_pause.erase(port.pending_pause.begin());
+    Packet* f = pool_.acquire();
+    f->type = PacketType::Pause;
+    f->priority = pause_prio;
+    f->psn = quanta;
+    f->frame = pfc::kFrameBytes;
+    transmit_control(0, f);
     request_transmit_done(0);
     return;
   }
@@ -234,6 +291,21 @@ bool HostNic::send_next_data_packet() {
 }
 
 void HostNic::on_arrival(uint32_t, Packet* p) {
+  if (p->type == PacketType::Data && config_.rx_drain_rate.bps > 0) {
+    // A slow receiver: the packet waits its turn in the receive buffer (released when drained).
+    if (rx_buffer_.empty()) {
+      schedule_self(now() + roce::wire_time(p->frame, config_.rx_drain_rate), kRxDrained, 0);
+    }
+    rx_buffer_.push(p);
+    const int prio = p->priority;
+    if (config_.pfc && config_.lossless[prio] && !(rx_pausing_ >> prio & 1) &&
+        rx_buffer_.bytes() >= config_.rx_xoff) {
+      rx_pausing_ |= static_cast<uint8_t>(1u << prio);
+      ++ports_[0].counters[prio].xoff_transitions;
+      send_rx_pause(prio, true);
+    }
+    return;
+  }
   switch (p->type) {
     case PacketType::Data:
       on_data(p);
@@ -259,6 +331,25 @@ void HostNic::on_arrival(uint32_t, Packet* p) {
       break;
   }
   pool_.release(p);
+}
+
+void HostNic::receive_data(Packet* p) {
+  on_data(p);
+  pool_.release(p);
+}
+
+void HostNic::send_rx_pause(int priority, bool xoff) {
+  EgressPort& port = ports_[0];
+  PriorityCounters& c = port.counters[priority];
+  ++(xoff ? c.pause_sent : c.xon_sent);
+  port.pending_pause.emplace_back(static_cast<uint8_t>(priority),
+                                  static_cast<uint16_t>(xoff ? config_.pause_quanta : 0));
+  if (xoff && !rx_refresh_scheduled_) {
+    rx_refresh_scheduled_ = true;
+    const Time half = pfc::pause_duration(config_.pause_quanta, port.rate);
+    schedule_self(now() + Time{std::max<int64_t>(1, half.ps / 2)}, kRxPauseRefresh, 0);
+  }
+  pump();
 }
 
 void HostNic::on_data(Packet* p) {

@@ -16,6 +16,14 @@ struct NicConfig {
   int ack_every = 1;       // responder ACKs every n-th in-order packet and the last one
   Time ack_timeout{};      // requester retransmits from the first unacknowledged PSN
   std::array<uint8_t, 64> dscp_to_priority{};  // the fabric's QoS map (trust DSCP)
+  // Receive side: a NIC that drains slower than its link (a PCIe or host bottleneck) buffers
+  // arrivals and pauses the link while the buffer is above rx_xoff, until it is below rx_xon.
+  BitsPerSec rx_drain_rate{};  // 0: drains at line rate, never pauses
+  int64_t rx_xoff = 0;
+  int64_t rx_xon = 0;
+  int pause_quanta = 65535;    // fabric.pfc.pause_quanta
+  bool pfc = true;             // fabric.pfc.enabled
+  std::array<bool, 8> lossless{};  // fabric.pfc.lossless_priorities
 };
 
 class HostNic final : public NetworkNode {
@@ -49,6 +57,8 @@ class HostNic final : public NetworkNode {
     kFlowStart = kFirstModelHandler,
     kPacingWake,
     kPauseExpired,
+    kRxDrained,       // the head of the receive buffer has been processed
+    kRxPauseRefresh,  // re-send XOFF while the receive buffer stays full
     kAckTimeout = kBackgroundHandler | kFirstModelHandler,
   };
 
@@ -84,6 +94,8 @@ class HostNic final : public NetworkNode {
   };
 
   void complete(SendQp& qp);
+  void receive_data(Packet* p);
+  void send_rx_pause(int priority, bool xoff);
   void pump();
   bool send_next_data_packet();
   void activate(uint32_t qp);
@@ -103,6 +115,9 @@ class HostNic final : public NetworkNode {
   std::vector<uint32_t> rotation_;     // active send QPs, served round robin
   size_t rotation_next_ = 0;
   Time wake_at_ = Time::max();          // a pacing wake-up is scheduled for this time
+  PacketFifo rx_buffer_;               // arrivals waiting to be drained (rx_drain_rate set)
+  uint8_t rx_pausing_ = 0;             // bit p: this NIC has XOFF'ed priority p upstream
+  bool rx_refresh_scheduled_ = false;
   int64_t data_packets_sent_ = 0;
 };
 

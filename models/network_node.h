@@ -65,7 +65,7 @@ class NetworkNode : public Component {
 
   // Sends the head of queue `priority` of `port`.
   void transmit_queued(uint32_t port_index, int priority) {
-    const QueuedPacket q = ports_[port_index].queues[priority].pop();
+    const QueuedPacket q = ports_[port_index].dequeue(priority);
     transmit(port_index, q.packet, q.frame, priority);
   }
 

@@ -5,6 +5,7 @@
 // queue), by a dynamic threshold on the free shared pool, and dropped beyond it.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -76,11 +77,71 @@ class SharedBuffer {
   std::vector<int64_t> headroom_;
   std::vector<Group> groups_;
   std::vector<int64_t> egress_;  // bytes per (egress port, queue)
+  // Threshold factors in 16.16 fixed point, so a threshold is an integer multiply and shift.
+  int64_t alpha_fixed_ = 0;
+  int64_t egress_alpha_fixed_ = 0;
   int64_t set_aside_ = 0;
   int64_t shared_pool_ = 0;
   int64_t shared_used_ = 0;
   int64_t used_ = 0;
   int64_t max_used_ = 0;
 };
+
+// The per-frame operations are inline: they run twice for every frame a switch forwards.
+inline int64_t SharedBuffer::threshold() const {
+  if (!config_.dynamic) return config_.static_xoff;
+  return static_cast<int64_t>((static_cast<__int128>(shared_pool_ - shared_used_) * alpha_fixed_) >> 16);
+}
+
+inline int64_t SharedBuffer::group_shared(int port, int pg) const { return shared_part(group(port, pg).bytes); }
+
+inline Admission SharedBuffer::admit(int in_port, int pg, int out_port, int queue, int64_t bytes) {
+  Group& g = group(in_port, pg);
+  int64_t& egress = egress_[static_cast<size_t>(out_port) * kPriorityGroups + queue];
+  const int64_t extra_shared = shared_part(g.bytes + bytes) - shared_part(g.bytes);
+  const bool fits_pool = shared_used_ + extra_shared <= shared_pool_;
+  if (config_.lossless[pg]) {
+    if (extra_shared == 0 || (fits_pool && shared_part(g.bytes) < threshold())) {
+      g.bytes += bytes;
+      shared_used_ += extra_shared;
+    } else if (g.headroom + bytes <= headroom_[in_port]) {
+      g.headroom += bytes;
+    } else {
+      return Admission::HeadroomOverflow;
+    }
+  } else {
+    const auto limit = static_cast<int64_t>(
+        (static_cast<__int128>(shared_pool_ - shared_used_) * egress_alpha_fixed_) >> 16);
+    if (extra_shared > 0 && (!fits_pool || egress >= limit)) return Admission::EgressLimit;
+    g.bytes += bytes;
+    shared_used_ += extra_shared;
+  }
+  egress += bytes;
+  used_ += bytes;
+  max_used_ = std::max(max_used_, used_);
+  return Admission::Admitted;
+}
+
+inline void SharedBuffer::release(int in_port, int pg, int out_port, int queue, int64_t bytes) {
+  Group& g = group(in_port, pg);
+  const int64_t from_headroom = std::min(g.headroom, bytes);
+  g.headroom -= from_headroom;
+  const int64_t rest = bytes - from_headroom;
+  shared_used_ -= shared_part(g.bytes) - shared_part(g.bytes - rest);
+  g.bytes -= rest;
+  egress_[static_cast<size_t>(out_port) * kPriorityGroups + queue] -= bytes;
+  used_ -= bytes;
+}
+
+inline bool SharedBuffer::should_pause(int in_port, int pg) const {
+  const Group& g = group(in_port, pg);
+  return g.headroom > 0 || shared_part(g.bytes) >= threshold();
+}
+
+inline bool SharedBuffer::should_resume(int in_port, int pg) const {
+  const Group& g = group(in_port, pg);
+  const int64_t shared = shared_part(g.bytes);
+  return g.headroom == 0 && (shared == 0 || shared + config_.xon_offset <= threshold());
+}
 
 }  // namespace fabtwin

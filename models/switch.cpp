@@ -111,7 +111,7 @@ void Switch::start_transmission(uint32_t port_index) {
   }
   const int prio = port.select(now());
   if (prio < 0) return;  // empty, or everything waiting is paused (the expiry or XON restarts it)
-  const QueuedPacket q = port.queues[prio].pop();
+  const QueuedPacket q = port.dequeue(prio);
   port.charge(prio, q.frame);
   if (!config_.mark_at_enqueue) maybe_mark(port, prio, q.packet, port.queues[prio].bytes());
   buffer_->release(q.ingress, prio, static_cast<int>(port_index), prio, q.frame);

@@ -214,3 +214,20 @@ TEST_CASE("ECN marks appear only when a queue passes Kmin", "[ecn][run]") {
   for (const PortRecord& p : run_scenario(s).ports) marks += p.total(&PriorityCounters::ecn_marks);
   CHECK(marks == 0);
 }
+
+TEST_CASE("a receiver that drains slower than its link pauses the switch, losslessly", "[pfc][run]") {
+  nlohmann::json s = incast_16({{{"type", "flows"}, {"flows", {{{"src", 1}, {"dst", 0}, {"size", "20MB"}}}}}}, "4MB");
+  s["nic"]["rx_drain_rate"] = "50Gbps";
+  const RunResult r = run_scenario(s);
+  REQUIRE(r.flows.at(0).completed);
+  int64_t drops = 0, nic_xoff = 0, switch_xoff = 0;
+  for (const PortRecord& p : r.ports) {
+    drops += p.drops();
+    (p.switch_port ? switch_xoff : nic_xoff) += p.total(&PriorityCounters::pause_sent);
+  }
+  CHECK(drops == 0);
+  CHECK(nic_xoff > 0);     // host 0 paused the switch
+  CHECK(switch_xoff > 0);  // which, filling up, paused host 1
+  // The flow runs at the receiver's drain rate (frames of 4158 B for 4096 B of payload).
+  CHECK(r.flows[0].goodput_bps() == Approx(50e9 * 4096 / (4096 + 62 + 20)).epsilon(0.02));
+}
