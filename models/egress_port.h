@@ -32,6 +32,8 @@ struct PriorityCounters {
   int64_t pause_received = 0;    // PFC XOFF frames received from the peer
   int64_t xon_received = 0;
   Time paused_time{};            // time this egress queue spent paused by the peer
+  int64_t cnp_sent = 0;          // NIC: CNPs sent (counted on the CNP's priority)
+  int64_t cnp_received = 0;      // NIC: CNPs received for its queue pairs
 };
 
 // How a port shares its wire among queues: strict priorities first (highest number first),

@@ -26,6 +26,10 @@ const ParamGroup kOutputParams{
     {
         {"hdf5", ParamType::Text, "(none)",
          "HDF5 result file, relative to the working directory (--out overrides)", "fabtwin"},
+        {"rate_sample_interval", ParamType::Time, "\"10us\"",
+         "period of the per-QP congestion-control traces (rate, target, alpha) when nic.cc is "
+         "on; \"0us\" turns them off",
+         "fabtwin"},
         {"queue_sample_interval", ParamType::Time, "\"10us\"",
          "period of the per-port queue-depth samples; \"0us\" turns them off", "fabtwin"},
     }};
@@ -56,6 +60,7 @@ std::vector<const ParamGroup*> all_param_groups() {
   std::vector<const ParamGroup*> groups{&kTopologyParams, &kLinkParams};
   for (const ParamGroup* g : switch_param_groups()) groups.push_back(g);
   groups.push_back(&HostNic::params());
+  for (const ParamGroup* g : dcqcn_param_groups()) groups.push_back(g);
   groups.push_back(&kRoutingParams);
   for (const ParamGroup* g : traffic_param_groups()) groups.push_back(g);
   groups.push_back(&kRunParams);
@@ -98,12 +103,16 @@ Fabric::Fabric(const ScenarioDocument& doc) {
   nic_config.pfc = switch_config.pfc;
   nic_config.lossless = switch_config.mmu.lossless;
   nic_config.pause_quanta = switch_config.pause_quanta;
+  nic_config.dcqcn = read_dcqcn_config(root, nic_config.dcqcn_config);
+  congestion_control_ =
+      nic_config.dcqcn ? "dcqcn (" + nic_config.dcqcn_config.profile + " profile)" : "none";
   ParamReader routing(section(root, "routing"), "routing", kRoutingParams);
   routing.choice("algorithm");
   routing.finish();
   ParamReader output(section(root, "output"), "output", kOutputParams);
   if (output.has("hdf5")) output.text("hdf5");
   switch_config.queue_sample_interval = output.time("queue_sample_interval");
+  nic_config.rate_sample_interval = output.time("rate_sample_interval");
   output.finish();
 
   routing_ = std::make_unique<RoutingTable>(topology_);
@@ -174,10 +183,18 @@ RunResult Fabric::run(const Simulator::Progress& progress) {
   r.switches = static_cast<int>(switches_.size());
   r.flows.resize(flows_.size());
   for (size_t i = 0; i < flows_.size(); ++i) r.flows[i].spec = flows_[i];
+  r.congestion_control = congestion_control_;
   for (HostNic* nic : nics_) {
     nic->collect(r.flows);
     r.data_packets_sent += nic->data_packets_sent();
+    for (const RateSample& s : nic->rate_samples()) {
+      r.rate_samples.push_back({s.time, s.flow, s.state.rate.bps, s.state.target.bps, s.state.alpha});
+    }
   }
+  std::stable_sort(r.rate_samples.begin(), r.rate_samples.end(),
+                   [](const RateSampleRecord& a, const RateSampleRecord& b) {
+                     return a.time < b.time || (a.time == b.time && a.flow < b.flow);
+                   });
   // Ports in node order; queue samples re-indexed to the global port list.
   std::vector<uint32_t> first_port(topology_.nodes.size());
   std::vector<std::vector<std::string>> peer_names(topology_.nodes.size());

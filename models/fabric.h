@@ -44,6 +44,7 @@ class Fabric {
   std::vector<HostNic*> nics_;
   std::vector<Switch*> switches_;
   std::vector<FlowSpec> flows_;
+  std::string congestion_control_;
 };
 
 // Every parameter group fabtwin declares, in the order `fabtwin describe` prints them.

@@ -25,6 +25,9 @@ struct FlowRecord {
   int64_t packets_sent = 0;          // data packets put on the wire, retransmissions included
   int64_t packets_retransmitted = 0;
   int64_t timeouts = 0;
+  int64_t cnps_sent = 0;      // by the responder's notification point
+  int64_t cnps_received = 0;  // by the requester's reaction point
+  int64_t rate_cuts = 0;
 
   Time fct() const { return finish - spec.start; }
   // Message bits over flow completion time, bits per second.

@@ -30,6 +30,8 @@ const ParamGroup kNicParams{
          "fabtwin"},
         {"rx_xon", ParamType::Bytes, "\"32KB\"",
          "receive-buffer occupancy at which the NIC resumes it (XON)", "fabtwin"},
+        {"cc", ParamType::List, "{}", "congestion control; see nic.cc (fabtwin describe dcqcn)",
+         "fabtwin"},
         {"ack_timeout", ParamType::Time, "\"67.108864ms\"",
          "requester retransmits go-back-N from the oldest unacknowledged packet after this long "
          "without progress",
@@ -50,6 +52,7 @@ NicConfig HostNic::read_config(const nlohmann::json& scenario) {
   }
   c.ack_every = static_cast<int>(r.integer("ack_every"));
   c.ack_timeout = r.time("ack_timeout");
+  r.raw("cc");  // read by read_dcqcn_config
   const std::string drain = r.text("rx_drain_rate");
   if (drain != "line") {
     try {
@@ -85,9 +88,10 @@ uint32_t HostNic::add_send_qp(const FlowSpec& flow) {
   qp.hash = roce_flow_hash(static_cast<uint32_t>(flow.src), static_cast<uint32_t>(flow.dst),
                            udp_source_port);
   qp.rate = ports_.at(0).rate;
+  if (config_.dcqcn) qp.cc = std::make_unique<DcqcnReactionPoint>(config_.dcqcn_config, qp.rate);
   qp.priority = config_.dscp_to_priority[flow.dscp];
   qp.record.spec = flow;
-  send_qps_.push_back(qp);
+  send_qps_.push_back(std::move(qp));
   return static_cast<uint32_t>(send_qps_.size() - 1);
 }
 
@@ -118,6 +122,9 @@ void HostNic::begin() {
     return fa.start < fb.start || (fa.start == fb.start && fa.id < fb.id);
   });
   for (size_t i = 0; i < send_qps_.size(); ++i) hold_work();  // released as each completes
+  if (config_.dcqcn && config_.rate_sample_interval.ps > 0 && !send_qps_.empty()) {
+    schedule_self(now() + config_.rate_sample_interval, kRateSample, 0);
+  }
   if (!start_order_.empty()) {
     schedule_self(send_qps_[start_order_[0]].flow.start, kFlowStart, 0);
   }
@@ -140,6 +147,7 @@ void HostNic::on_timer(const Event& e) {
           complete(send_qps_[qp]);
           continue;
         }
+        send_qps_[qp].started = true;
         activate(qp);
       }
       if (next_start_ < start_order_.size()) {
@@ -185,6 +193,24 @@ void HostNic::on_timer(const Event& e) {
       for (int prio = 0; prio < 8; ++prio) {
         if (rx_pausing_ >> prio & 1) send_rx_pause(prio, true);
       }
+      break;
+    case kCcTimer: {
+      SendQp& qp = send_qps_[e.data];
+      if (now() == qp.cc_timer_at) qp.cc_timer_at = Time::max();
+      if (qp.done) break;
+      if (now() >= qp.cc->next_timer()) {
+        qp.cc->on_timer(now());
+        qp.rate = qp.cc->rate();
+      }
+      arm_cc_timer(qp);
+      pump();
+      break;
+    }
+    case kRateSample:
+      for (const SendQp& qp : send_qps_) {
+        if (qp.started && !qp.done) rate_samples_.push_back({now(), qp.flow.id, qp.cc->state(now())});
+      }
+      schedule_self(now() + config_.rate_sample_interval, kRateSample, 0);
       break;
     case kPauseExpired:
       if (ports_[0].paused_until[e.data] > now()) break;  // refreshed: a later expiry is due
@@ -270,6 +296,11 @@ bool HostNic::send_next_data_packet() {
     p->ecn = Ecn::Ect0;
     p->sent = now();
     if (qp.unacked_psn == psn) qp.deadline = now() + config_.ack_timeout;
+    if (qp.cc) {
+      qp.cc->on_packet_sent(p->frame, now());
+      qp.rate = qp.cc->rate();
+      arm_cc_timer(qp);
+    }
     if (qp.rate < ports_[0].rate) qp.next_send = now() + roce::wire_time(p->frame, qp.rate);
     ++qp.record.packets_sent;
     ++data_packets_sent_;
@@ -316,6 +347,9 @@ void HostNic::on_arrival(uint32_t, Packet* p) {
     case PacketType::Nak:
       on_nak(*p);
       break;
+    case PacketType::Cnp:
+      on_cnp(*p);
+      break;
     case PacketType::Pause: {  // the NIC honours PFC: stop that priority for the asked time
       EgressPort& port = ports_[0];
       const Time duration = pfc::pause_duration(static_cast<int>(p->psn), port.rate);
@@ -354,6 +388,7 @@ void HostNic::send_rx_pause(int priority, bool xoff) {
 
 void HostNic::on_data(Packet* p) {
   ReceiveQp& rq = receive_qps_[p->receiver_qp];
+  if (p->ecn == Ecn::Ce && config_.dcqcn) notify_congestion(rq);
   if (p->psn == rq.expected_psn) {
     ++rq.expected_psn;
     rq.bytes += p->payload;
@@ -372,6 +407,45 @@ void HostNic::on_data(Packet* p) {
   } else {
     send_control(PacketType::Ack, rq);  // duplicate: re-acknowledge what we have
   }
+}
+
+// Notification point: at most one CNP per queue pair per min_time_between_cnps.
+void HostNic::notify_congestion(ReceiveQp& rq) {
+  if (rq.cnp_sent && now() - rq.last_cnp < config_.dcqcn_config.min_time_between_cnps) return;
+  rq.cnp_sent = true;
+  rq.last_cnp = now();
+  ++rq.cnps;
+  Packet* c = pool_.acquire();
+  c->type = PacketType::Cnp;
+  c->flow = rq.flow;
+  c->src_host = static_cast<uint32_t>(host_);
+  c->dst_host = static_cast<uint32_t>(rq.src);
+  c->sender_qp = rq.sender_qp;
+  c->ecmp_hash = rq.hash;
+  c->frame = roce::cnp_frame();
+  c->dscp = static_cast<uint8_t>(config_.dcqcn_config.cnp_dscp);
+  c->priority = config_.dscp_to_priority[c->dscp];
+  c->sent = now();
+  ++ports_[0].counters[c->priority].cnp_sent;
+  ports_[0].enqueue(c);
+  pump();
+}
+
+void HostNic::on_cnp(const Packet& p) {
+  SendQp& qp = send_qps_[p.sender_qp];
+  ++ports_[0].counters[p.priority].cnp_received;
+  ++qp.record.cnps_received;
+  if (qp.done || !qp.cc) return;
+  qp.cc->on_cnp(now());
+  qp.rate = qp.cc->rate();
+  arm_cc_timer(qp);
+}
+
+void HostNic::arm_cc_timer(SendQp& qp) {
+  const Time t = qp.cc->next_timer();
+  if (t == Time::max() || t >= qp.cc_timer_at) return;
+  qp.cc_timer_at = t;
+  schedule_self(t, kCcTimer, static_cast<uint64_t>(&qp - send_qps_.data()));
 }
 
 void HostNic::send_control(PacketType type, const ReceiveQp& rq) {
@@ -428,13 +502,17 @@ void HostNic::collect(std::vector<FlowRecord>& records) const {
     FlowRecord& r = records[qp.flow.id];
     const int64_t received = r.bytes_received;
     const Time last = r.last_byte_received;
+    const int64_t cnps_sent = r.cnps_sent;
     r = qp.record;
     r.bytes_received = received;
     r.last_byte_received = last;
+    r.cnps_sent = cnps_sent;
+    if (qp.cc) r.rate_cuts = qp.cc->state(now()).cuts;
   }
   for (const ReceiveQp& rq : receive_qps_) {
     records[rq.flow].bytes_received = rq.bytes;
     records[rq.flow].last_byte_received = rq.last_byte;
+    records[rq.flow].cnps_sent = rq.cnps;
   }
 }
 

@@ -5,6 +5,9 @@
 
 #include <vector>
 
+#include <memory>
+
+#include "models/dcqcn.h"
 #include "models/flow.h"
 #include "models/network_node.h"
 #include "sim/params.h"
@@ -24,6 +27,16 @@ struct NicConfig {
   int pause_quanta = 65535;    // fabric.pfc.pause_quanta
   bool pfc = true;             // fabric.pfc.enabled
   std::array<bool, 8> lossless{};  // fabric.pfc.lossless_priorities
+  bool dcqcn = false;          // nic.cc.algorithm
+  DcqcnConfig dcqcn_config;
+  Time rate_sample_interval{}; // output.rate_sample_interval (0: no rate traces)
+};
+
+// One sample of a queue pair's congestion-control state.
+struct RateSample {
+  Time time;
+  uint32_t flow;
+  CcState state;
 };
 
 class HostNic final : public NetworkNode {
@@ -41,6 +54,7 @@ class HostNic final : public NetworkNode {
   // Fills the parts of each flow's record this NIC knows (requester or responder side).
   void collect(std::vector<FlowRecord>& records) const;
   int64_t data_packets_sent() const { return data_packets_sent_; }
+  const std::vector<RateSample>& rate_samples() const { return rate_samples_; }
 
   static const ParamGroup& params();
   static NicConfig read_config(const nlohmann::json& scenario);
@@ -59,7 +73,9 @@ class HostNic final : public NetworkNode {
     kPauseExpired,
     kRxDrained,       // the head of the receive buffer has been processed
     kRxPauseRefresh,  // re-send XOFF while the receive buffer stays full
+    kCcTimer,         // data = send QP whose congestion control asked for a callback
     kAckTimeout = kBackgroundHandler | kFirstModelHandler,
+    kRateSample,
   };
 
 
@@ -77,6 +93,9 @@ class HostNic final : public NetworkNode {
     Time deadline{};           // retransmit if no progress by then
     Time next_send{};          // pacing: earliest time of the next packet
     BitsPerSec rate{};         // current sending rate (line rate unless a CC lowers it)
+    std::unique_ptr<CongestionControl> cc;  // null: no congestion control
+    Time cc_timer_at = Time::max();         // a kCcTimer event is pending for this time
+    bool started = false;
     FlowRecord record;
   };
   struct ReceiveQp {
@@ -91,10 +110,16 @@ class HostNic final : public NetworkNode {
     bool nak_outstanding = false;
     int64_t bytes = 0;
     Time last_byte{};
+    bool cnp_sent = false;  // notification point: a CNP has been sent, at last_cnp
+    Time last_cnp{};
+    int64_t cnps = 0;
   };
 
   void complete(SendQp& qp);
   void receive_data(Packet* p);
+  void on_cnp(const Packet& p);
+  void notify_congestion(ReceiveQp& rq);
+  void arm_cc_timer(SendQp& qp);
   void send_rx_pause(int priority, bool xoff);
   void pump();
   bool send_next_data_packet();
@@ -118,6 +143,7 @@ class HostNic final : public NetworkNode {
   PacketFifo rx_buffer_;               // arrivals waiting to be drained (rx_drain_rate set)
   uint8_t rx_pausing_ = 0;             // bit p: this NIC has XOFF'ed priority p upstream
   bool rx_refresh_scheduled_ = false;
+  std::vector<RateSample> rate_samples_;
   int64_t data_packets_sent_ = 0;
 };
 

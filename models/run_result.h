@@ -49,6 +49,14 @@ struct BufferRecord {
   int64_t headroom_overflows = 0;
 };
 
+struct RateSampleRecord {
+  Time time;
+  uint32_t flow;
+  int64_t rate_bps;
+  int64_t target_bps;
+  double alpha;
+};
+
 struct BufferSampleRecord {
   Time time;
   uint32_t buffer;  // index into RunResult::buffers
@@ -82,6 +90,8 @@ struct RunResult {
   std::vector<PauseRecord> pauses;
   std::vector<BufferRecord> buffers;
   std::vector<BufferSampleRecord> buffer_samples;
+  std::string congestion_control;  // "none" or "dcqcn (PROFILE)"
+  std::vector<RateSampleRecord> rate_samples;
 };
 
 }  // namespace fabtwin

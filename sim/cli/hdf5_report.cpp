@@ -17,6 +17,14 @@ struct FlowRow {
   double goodput_bps;
   uint8_t completed;
   int64_t bytes_received, last_byte_ps, packets_sent, packets_retransmitted, timeouts;
+  int64_t cnps_sent, cnps_received, rate_cuts;
+};
+
+struct RateRow {
+  int64_t time_ps;
+  uint32_t flow;
+  int64_t rate_bps, target_bps;
+  double alpha;
 };
 
 struct PortRow {
@@ -80,6 +88,7 @@ void write_contents(const RunResult& r, const std::filesystem::path& path) {
   h5.attribute("reached_end", int64_t{r.reached_end ? 1 : 0});
   h5.attribute("data_packets_sent", r.data_packets_sent);
   h5.attribute("wall_seconds", r.wall_seconds);
+  h5.attribute("congestion_control", r.congestion_control);
 
   std::vector<FlowRow> flows;
   flows.reserve(r.flows.size());
@@ -88,7 +97,8 @@ void write_contents(const RunResult& r, const std::filesystem::path& path) {
                      f.spec.start.ps, f.completed ? f.finish.ps : -1,
                      f.completed ? f.fct().ps : -1, f.completed ? f.goodput_bps() : 0.0,
                      static_cast<uint8_t>(f.completed), f.bytes_received,
-                     f.last_byte_received.ps, f.packets_sent, f.packets_retransmitted, f.timeouts});
+                     f.last_byte_received.ps, f.packets_sent, f.packets_retransmitted, f.timeouts,
+                     f.cnps_sent, f.cnps_received, f.rate_cuts});
   }
   const hid_t i32 = H5T_NATIVE_INT32, i64 = H5T_NATIVE_INT64, u32 = H5T_NATIVE_UINT32,
               u8 = H5T_NATIVE_UINT8, f64 = H5T_NATIVE_DOUBLE;
@@ -99,7 +109,18 @@ void write_contents(const RunResult& r, const std::filesystem::path& path) {
             FIELD(FlowRow, fct_ps, i64), FIELD(FlowRow, goodput_bps, f64),
             FIELD(FlowRow, completed, u8), FIELD(FlowRow, bytes_received, i64),
             FIELD(FlowRow, last_byte_ps, i64), FIELD(FlowRow, packets_sent, i64),
-            FIELD(FlowRow, packets_retransmitted, i64), FIELD(FlowRow, timeouts, i64)});
+            FIELD(FlowRow, packets_retransmitted, i64), FIELD(FlowRow, timeouts, i64),
+            FIELD(FlowRow, cnps_sent, i64), FIELD(FlowRow, cnps_received, i64),
+            FIELD(FlowRow, rate_cuts, i64)});
+
+  std::vector<RateRow> rates;
+  rates.reserve(r.rate_samples.size());
+  for (const RateSampleRecord& s : r.rate_samples) {
+    rates.push_back({s.time.ps, s.flow, s.rate_bps, s.target_bps, s.alpha});
+  }
+  h5.table("qp_rates", rates,
+           {FIELD(RateRow, time_ps, i64), FIELD(RateRow, flow, u32), FIELD(RateRow, rate_bps, i64),
+            FIELD(RateRow, target_bps, i64), FIELD(RateRow, alpha, f64)});
 
   std::vector<PortRow> ports;
   std::vector<PortPriorityRow> priorities;

@@ -25,6 +25,9 @@ RunFigures run_figures(const RunResult& r) {
     ++f.flows;
     f.retransmitted += flow.packets_retransmitted;
     f.timeouts += flow.timeouts;
+    f.cnps_sent += flow.cnps_sent;
+    f.cnps_received += flow.cnps_received;
+    f.rate_cuts += flow.rate_cuts;
     if (!flow.completed) continue;
     ++f.completed;
     fct.push_back(static_cast<double>(flow.fct().ps));
@@ -143,6 +146,12 @@ void print_summary(const RunResult& r, std::ostream& out) {
       << " XOFF received; " << f.ports_paused << " egress ports paused, "
       << time_text(f.paused_ps) << " in total\n";
   out << "  ecn       " << f.ecn_marks << " packets marked CE\n";
+  out << "  cc        " << r.congestion_control;
+  if (r.congestion_control != "none") {
+    out << ": " << f.cnps_sent << " CNPs sent, " << f.cnps_received << " received, "
+        << f.rate_cuts << " rate cuts";
+  }
+  out << "\n";
   if (!f.peak_buffer_switch.empty()) {
     out << "  buffer    peak " << bytes_text(f.peak_buffer_bytes) << " of "
         << bytes_text(f.buffer_bytes) << " (" << f.peak_buffer_switch << ")\n";
@@ -205,7 +214,10 @@ nlohmann::json json_report(const RunResult& r) {
                      {"fct_ps", fl.completed ? fl.fct().ps : -1},
                      {"goodput_bps", fl.completed ? fl.goodput_bps() : 0.0},
                      {"packets_retransmitted", fl.packets_retransmitted},
-                     {"timeouts", fl.timeouts}});
+                     {"timeouts", fl.timeouts},
+                     {"cnps_sent", fl.cnps_sent},
+                     {"cnps_received", fl.cnps_received},
+                     {"rate_cuts", fl.rate_cuts}});
   }
   j["flow_records"] = std::move(flows);
   nlohmann::json ports = nlohmann::json::array();
@@ -236,6 +248,10 @@ nlohmann::json json_report(const RunResult& r) {
               {"paused_ps", f.paused_ps},
               {"pause_intervals", r.pauses.size()}};
   j["buffer"] = {{"peak_bytes", f.peak_buffer_bytes}, {"switch", f.peak_buffer_switch}};
+  j["congestion_control"] = {{"algorithm", r.congestion_control},
+                             {"cnps_sent", f.cnps_sent},
+                             {"cnps_received", f.cnps_received},
+                             {"rate_cuts", f.rate_cuts}};
   j["port_records"] = std::move(ports);
   j["engine"] = {{"data_packets_sent", r.data_packets_sent},
                  {"wall_seconds", r.wall_seconds},

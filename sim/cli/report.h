@@ -10,7 +10,7 @@
 namespace fabtwin {
 
 inline constexpr const char* kVersion = FABTWIN_VERSION;
-inline constexpr int kHdf5SchemaVersion = 2;
+inline constexpr int kHdf5SchemaVersion = 3;
 
 // Figures shared by all three views, computed once.
 struct RunFigures {
@@ -26,6 +26,7 @@ struct RunFigures {
   int64_t peak_buffer_bytes = 0, buffer_bytes = 0;
   std::string peak_buffer_switch;
   int64_t retransmitted = 0, timeouts = 0;
+  int64_t cnps_sent = 0, cnps_received = 0, rate_cuts = 0;
   int64_t max_queue_bytes = 0;
   double events_per_second = 0, data_packets_per_second = 0;
 };

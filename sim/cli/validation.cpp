@@ -5,6 +5,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "models/dcqcn_fluid_model.h"
 #include "models/fabric.h"
 #include "sim/statistics.h"
 
@@ -19,7 +20,75 @@ const ParamGroup kCaseParams{
      {"set", ParamType::List, "[]", "overrides applied to the scenario (path=value)", "fabtwin"},
      {"metric", ParamType::List, "", "{name, flow?}: what is measured", "fabtwin"},
      {"reference", ParamType::List, "", "{value | analytic, source}", "fabtwin"},
-     {"tolerance", ParamType::List, "", "{relative | absolute}", "fabtwin"}}};
+     {"baseline", ParamType::List, "{}",
+      "{set: [...]}: a second run with these overrides; metrics with ratio_to_baseline divide "
+      "by its value",
+      "fabtwin"},
+     {"report", ParamType::List, "[]", "further metrics printed with the result, not judged",
+      "fabtwin"},
+     {"tolerance", ParamType::List, "",
+      "{relative | absolute} around the reference, or {at_most: true | at_least: true}",
+      "fabtwin"}}};
+
+// Time average of a switch port's sampled queue depth from `after` on.
+double mean_queue(const nlohmann::json& metric, const RunResult& r) {
+  const std::string node = metric.at("node").get<std::string>();
+  const uint32_t port = metric.at("port").get<uint32_t>();
+  const Time after = parse_time(metric.value("after", std::string("0us")));
+  uint32_t index = UINT32_MAX;
+  for (uint32_t i = 0; i < r.ports.size(); ++i) {
+    if (r.ports[i].node == node && r.ports[i].port == port) index = i;
+  }
+  if (index == UINT32_MAX) throw ScenarioError("metric.port", "no port " + std::to_string(port) + " on " + node);
+  double sum = 0;
+  int64_t n = 0;
+  for (const QueueDepthSample& s : r.queue_samples) {
+    if (s.port == index && s.time >= after) {
+      sum += static_cast<double>(s.bytes);
+      ++n;
+    }
+  }
+  if (n == 0) throw std::runtime_error("no queue samples of " + node + " port " + std::to_string(port) + " after " + format_time(after));
+  return sum / static_cast<double>(n);
+}
+
+// Per-flow mean of the sampled congestion-control rate from `after` on.
+std::vector<double> mean_rates(const RunResult& r, Time after) {
+  std::vector<double> sum(r.flows.size(), 0.0);
+  std::vector<int64_t> n(r.flows.size(), 0);
+  for (const RateSampleRecord& s : r.rate_samples) {
+    if (s.time < after) continue;
+    sum[s.flow] += static_cast<double>(s.rate_bps);
+    ++n[s.flow];
+  }
+  std::vector<double> mean;
+  for (size_t f = 0; f < sum.size(); ++f) {
+    if (n[f] > 0) mean.push_back(sum[f] / static_cast<double>(n[f]));
+  }
+  if (mean.empty()) throw std::runtime_error("no rate samples after " + format_time(after));
+  return mean;
+}
+
+// The first sample time from which Jain's index of the flows' rates stays >= 0.95.
+double convergence_time(const RunResult& r) {
+  double converged_at = -1;
+  size_t i = 0;
+  while (i < r.rate_samples.size()) {
+    const Time t = r.rate_samples[i].time;
+    std::vector<double> rates;
+    for (; i < r.rate_samples.size() && r.rate_samples[i].time == t; ++i) {
+      rates.push_back(static_cast<double>(r.rate_samples[i].rate_bps));
+    }
+    if (rates.size() < 2) continue;
+    if (jain_index(rates) >= 0.95) {
+      if (converged_at < 0) converged_at = static_cast<double>(t.ps);
+    } else {
+      converged_at = -1;
+    }
+  }
+  if (converged_at < 0) throw std::runtime_error("the rates never converged (Jain >= 0.95)");
+  return converged_at;
+}
 
 int64_t flow_arg(const nlohmann::json& metric, const RunResult& r) {
   const int64_t id = metric.value("flow", int64_t{0});
@@ -34,6 +103,31 @@ double measure(const nlohmann::json& metric, const RunResult& r) {
   const std::string name = metric.at("name").get<std::string>();
   if (name == "flow_fct_ps") return static_cast<double>(r.flows[flow_arg(metric, r)].fct().ps);
   if (name == "flow_goodput_bps") return r.flows[flow_arg(metric, r)].goodput_bps();
+  if (name == "mean_queue_bytes") return mean_queue(metric, r);
+  if (name == "jain_index_of_rates") {
+    return jain_index(mean_rates(r, parse_time(metric.value("after", std::string("0us")))));
+  }
+  if (name == "rate_convergence_time_ps") return convergence_time(r);
+  if (name == "port_utilization") {
+    for (const PortRecord& p : r.ports) {
+      if (p.node == metric.at("node").get<std::string>() && p.port == metric.at("port").get<uint32_t>()) {
+        return static_cast<double>(p.busy_time.ps) / static_cast<double>(r.last_event_time.ps);
+      }
+    }
+    throw ScenarioError("metric.port", "no such port");
+  }
+  if (name == "xoff_sent") {
+    int64_t n = 0;
+    for (const PortRecord& p : r.ports) n += p.total(&PriorityCounters::pause_sent);
+    return static_cast<double>(n);
+  }
+  if (name == "max_switch_queue_bytes") {
+    int64_t m = 0;
+    for (const PortRecord& p : r.ports) {
+      if (p.switch_port) m = std::max(m, p.max_queue_bytes());
+    }
+    return static_cast<double>(m);
+  }
   if (name == "mean_max_queue_bytes") {
     const std::string node = metric.at("node").get<std::string>();
     double sum = 0;
@@ -96,8 +190,34 @@ double analytic(const std::string& name, const nlohmann::json& metric, const Fab
     const double n = static_cast<double>(metric.at("ports").size());
     return alpha * pool / (1 + alpha * n);
   }
-  throw ScenarioError("reference.analytic", "expected single_packet_round_trip, roce_goodput or "
-                                            "dynamic_threshold_steady_state, found \"" + name + "\"");
+  if (name == "dcqcn_fixed_point_queue") {
+    // The CoNEXT 2016 fluid model's fixed point for the scenario's own parameters: N flows
+    // through the bottleneck, counting in the data frames the switch marks.
+    DcqcnConfig cc;
+    if (!read_dcqcn_config(scenario, cc)) {
+      throw ScenarioError("nic.cc.algorithm", "the dcqcn_fixed_point_queue reference needs dcqcn");
+    }
+    const SwitchConfig sw = read_switch_config(scenario, 0);
+    const RedMarking red = sw.red_for(host_link.rate);
+    DcqcnFluidParams p;
+    p.capacity_bps = static_cast<double>(host_link.rate.bps);
+    p.flows = static_cast<int>(fabric.flows().size());
+    p.packet_bytes = roce::data_frame(static_cast<int>(nic.mtu.count), false);
+    p.kmin_bytes = static_cast<double>(red.kmin);
+    p.kmax_bytes = static_cast<double>(red.kmax);
+    p.pmax = red.pmax;
+    p.g = cc.g();
+    p.tau_s = cc.min_time_between_cnps.seconds();
+    p.tau_prime_s = cc.dce_tcp_rtt.seconds();
+    p.timer_s = cc.rpg_time_reset.seconds();
+    p.byte_counter_bytes = static_cast<double>(cc.rpg_byte_reset);
+    p.fast_recovery = cc.rpg_threshold;
+    p.rate_ai_bps = static_cast<double>(cc.rpg_ai_rate.bps);
+    return dcqcn_fixed_point(p).queue_bytes;
+  }
+  throw ScenarioError("reference.analytic", "expected single_packet_round_trip, roce_goodput, "
+                                            "dynamic_threshold_steady_state or "
+                                            "dcqcn_fixed_point_queue, found \"" + name + "\"");
 }
 
 std::filesystem::path cases_dir() { return std::filesystem::path(FABTWIN_SOURCE_DIR) / "validate"; }
@@ -123,16 +243,40 @@ ValidationOutcome run_validation_case(const std::filesystem::path& case_file) {
   const nlohmann::json& metric = r.raw("metric");
   const nlohmann::json& reference = r.raw("reference");
   const nlohmann::json& tolerance = r.raw("tolerance");
+  const nlohmann::json& baseline = r.raw("baseline");
+  const nlohmann::json& report = r.raw("report");
   r.finish();
 
   Fabric fabric(doc);
   const RunResult result = fabric.run();
   o.metric = metric.at("name").get<std::string>();
   o.simulated = measure(metric, result);
+  if (metric.value("ratio_to_baseline", false)) {
+    if (!baseline.is_object()) throw ScenarioError("baseline", "ratio_to_baseline needs a baseline run");
+    std::vector<std::string> base_sets = sets;
+    for (const auto& s : baseline.value("set", nlohmann::json::array())) base_sets.push_back(s.get<std::string>());
+    Fabric base(load_scenario(case_file.parent_path() / c["scenario"].get<std::string>(), base_sets));
+    const RunResult base_result = base.run();
+    const double base_value = measure(metric, base_result);
+    o.extras.push_back({o.metric + " (baseline)", base_value});
+    o.extras.push_back({o.metric + " (this run)", o.simulated});
+    o.simulated /= base_value;
+    o.metric += " ratio";
+  }
+  for (const auto& extra : report.is_array() ? report : nlohmann::json::array()) {
+    o.extras.push_back({extra.at("name").get<std::string>(), measure(extra, result)});
+  }
   o.reference = reference.contains("analytic")
                     ? analytic(reference["analytic"].get<std::string>(), metric, fabric, doc.root, result)
                     : reference.at("value").get<double>();
   o.source = reference.value("source", "");
+  if (tolerance.contains("at_most") || tolerance.contains("at_least")) {
+    o.bound = tolerance.contains("at_most") ? "at_most" : "at_least";
+    o.relative = false;
+    o.error = o.simulated - o.reference;
+    o.passed = o.bound == "at_most" ? o.simulated <= o.reference : o.simulated >= o.reference;
+    return o;
+  }
   o.relative = tolerance.contains("relative");
   o.tolerance = o.relative ? tolerance["relative"].get<double>() : tolerance.at("absolute").get<double>();
   const double diff = std::abs(o.simulated - o.reference);
@@ -159,10 +303,17 @@ int command_validate(const std::vector<std::string>& args) {
   for (const auto& f : files) {
     const ValidationOutcome o = run_validation_case(f);
     failed += o.passed ? 0 : 1;
-    std::printf("%-24s %-22s %16.6g %16.6g %9.4f%s %9.4f%s  %s\n", o.name.c_str(), o.metric.c_str(),
-                o.reference, o.simulated, o.relative ? 100 * o.error : o.error, o.relative ? "%" : " ",
-                o.relative ? 100 * o.tolerance : o.tolerance, o.relative ? "%" : " ",
-                o.passed ? "pass" : "FAIL");
+    if (o.bound.empty()) {
+      std::printf("%-24s %-22s %16.6g %16.6g %9.4f%s %9.4f%s  %s\n", o.name.c_str(), o.metric.c_str(),
+                  o.reference, o.simulated, o.relative ? 100 * o.error : o.error,
+                  o.relative ? "%" : " ", o.relative ? 100 * o.tolerance : o.tolerance,
+                  o.relative ? "%" : " ", o.passed ? "pass" : "FAIL");
+    } else {
+      std::printf("%-24s %-22s %16.6g %16.6g %10s %10s  %s\n", o.name.c_str(), o.metric.c_str(),
+                  o.reference, o.simulated, "", o.bound == "at_most" ? "<= ref" : ">= ref",
+                  o.passed ? "pass" : "FAIL");
+    }
+    for (const auto& [label, value] : o.extras) std::printf("%26s %s = %.6g\n", "", label.c_str(), value);
   }
   std::printf("%zu passed, %d failed\n", files.size() - failed, failed);
   return failed == 0 ? 0 : 1;

@@ -15,8 +15,10 @@ struct ValidationOutcome {
   double error = 0;      // relative unless the case's tolerance is absolute
   double tolerance = 0;
   bool relative = true;
+  std::string bound;     // "at_most" / "at_least": one-sided, else two-sided
   bool passed = false;
   std::string source;
+  std::vector<std::pair<std::string, double>> extras;  // also measured, not judged
 };
 
 // Runs one case file (JSON: name, scenario, set, metric, reference, tolerance).
