@@ -40,7 +40,8 @@ struct PortPriorityRow {
   uint32_t port_index;
   uint8_t priority;
   int64_t tx_packets, tx_bytes, drops, drop_bytes, drops_egress, drops_headroom, max_queue_bytes,
-      ecn_marks, pause_sent, xon_sent, xoff_transitions, pause_received, xon_received, paused_ps;
+      ecn_marks, pause_sent, xon_sent, xoff_transitions, pause_received, xon_received, paused_ps,
+      cnp_sent, cnp_received;
 };
 
 struct PauseRow {
@@ -146,12 +147,15 @@ void write_contents(const RunResult& r, const std::filesystem::path& path) {
     ports.push_back(row);
     for (int prio = 0; prio < kPriorities; ++prio) {
       const PriorityCounters& c = p.counters[prio];
-      if (c.tx_packets == 0 && c.drops == 0 && c.pause_sent == 0 && c.pause_received == 0) continue;
+      if (c.tx_packets == 0 && c.drops == 0 && c.pause_sent == 0 && c.pause_received == 0 &&
+          c.cnp_received == 0) {
+        continue;
+      }
       priorities.push_back({static_cast<uint32_t>(i), static_cast<uint8_t>(prio), c.tx_packets,
                             c.tx_bytes, c.drops, c.drop_bytes, c.drops_egress, c.drops_headroom,
                             c.max_queue_bytes, c.ecn_marks, c.pause_sent, c.xon_sent,
                             c.xoff_transitions, c.pause_received, c.xon_received,
-                            c.paused_time.ps});
+                            c.paused_time.ps, c.cnp_sent, c.cnp_received});
     }
   }
   const hid_t name = h5.fixed_string(kNameLength);
@@ -173,7 +177,8 @@ void write_contents(const RunResult& r, const std::filesystem::path& path) {
             FIELD(PortPriorityRow, pause_sent, i64), FIELD(PortPriorityRow, xon_sent, i64),
             FIELD(PortPriorityRow, xoff_transitions, i64),
             FIELD(PortPriorityRow, pause_received, i64), FIELD(PortPriorityRow, xon_received, i64),
-            FIELD(PortPriorityRow, paused_ps, i64)});
+            FIELD(PortPriorityRow, paused_ps, i64), FIELD(PortPriorityRow, cnp_sent, i64),
+            FIELD(PortPriorityRow, cnp_received, i64)});
 
   std::vector<PauseRow> pauses;
   for (const PauseRecord& p : r.pauses) pauses.push_back({p.port, p.priority, p.start.ps, p.end.ps});

@@ -233,7 +233,9 @@ nlohmann::json json_report(const RunResult& r) {
                      {"ecn_marks", p.total(&PriorityCounters::ecn_marks)},
                      {"xoff_sent", p.total(&PriorityCounters::pause_sent)},
                      {"xoff_received", p.total(&PriorityCounters::pause_received)},
-                     {"paused_ps", p.total(&PriorityCounters::paused_time).ps}});
+                     {"paused_ps", p.total(&PriorityCounters::paused_time).ps},
+                     {"cnp_sent", p.total(&PriorityCounters::cnp_sent)},
+                     {"cnp_received", p.total(&PriorityCounters::cnp_received)}});
   }
   j["ports"] = {{"drops", f.drops},
                 {"drops_egress_limit", f.drops_egress},
