@@ -35,8 +35,7 @@ const ParamGroup kCcParams{
          "cut coefficient: R_C = R_C (1 - alpha / 2^(rpg_gd - 10)); 11 gives the paper's alpha/2",
          "NVIDIA rpg_gd (2.0 stored as 2^11)", "10..20"},
         {"rpg_min_dec_fac", ParamType::Integer, "paper 0, connectx 50",
-         "percent of the rate one cut must keep (0: no limit)", "NVIDIA rpg_min_dec_fac",
-         "0..100"},
+         "percent of the rate one cut must keep (0: no limit)", "NVIDIA rpg_min_dec_fac", "0..100"},
         {"rpg_min_rate", ParamType::Rate, "paper 100Mbps, connectx 1Mbps", "floor of the rate",
          "authors' ns-3 MinRate; NVIDIA rpg_min_rate"},
         {"rate_reduce_monitor_period", ParamType::Time, "paper 0us, connectx 4us",
@@ -157,11 +156,12 @@ bool read_dcqcn_config(const nlohmann::json& scenario, DcqcnConfig& c) {
   if (r.has("cnp_dscp")) c.cnp_dscp = static_cast<int>(r.integer("cnp_dscp"));
   for (const char* key : {"rpg_time_reset", "dce_tcp_rtt"}) {
     const Time t = std::string(key) == "rpg_time_reset" ? c.rpg_time_reset : c.dce_tcp_rtt;
-    if (t.ps <= 0) throw ScenarioError(r.path_of(key), "expected a positive time, found " + format_time(t));
+    if (t.ps <= 0)
+      throw ScenarioError(r.path_of(key), "expected a positive time, found " + format_time(t));
   }
   if (c.rpg_byte_reset <= 0) {
-    throw ScenarioError(r.path_of("rpg_byte_reset"), "expected a positive size, found " +
-                                                         format_bytes(Bytes{c.rpg_byte_reset}));
+    throw ScenarioError(r.path_of("rpg_byte_reset"),
+                        "expected a positive size, found " + format_bytes(Bytes{c.rpg_byte_reset}));
   }
   r.finish();
   return true;
@@ -206,7 +206,7 @@ void DcqcnReactionPoint::on_cnp(Time now) {
     cnp_in_period_ = true;
   } else {
     alpha_ = (1.0 - c_.g()) * alpha_ + c_.g();  // alpha rises first, then the rate is cut
-    alpha_time_ = now;                           // decay restarts from this CNP
+    alpha_time_ = now;                          // decay restarts from this CNP
   }
   if (first && c_.rate_to_set_on_first_cnp.bps > 0) {
     rate_ = target_ = std::min(line_, static_cast<double>(c_.rate_to_set_on_first_cnp.bps));
@@ -249,7 +249,8 @@ void DcqcnReactionPoint::cut(Time now) {
 void DcqcnReactionPoint::increase(bool by_timer, Time now) {
   const int f = c_.rpg_threshold;
   if (byte_stage_ >= f && time_stage_ >= f) {  // hyper increase
-    target_ += static_cast<double>(c_.rpg_hai_rate.bps) * (std::min(byte_stage_, time_stage_) - f + 1);
+    target_ +=
+        static_cast<double>(c_.rpg_hai_rate.bps) * (std::min(byte_stage_, time_stage_) - f + 1);
   } else if (byte_stage_ >= f || time_stage_ >= f) {  // additive increase
     target_ += static_cast<double>(c_.rpg_ai_rate.bps);
   }  // else fast recovery: halve the distance to the target

@@ -19,8 +19,8 @@ inline constexpr int kPriorities = 8;
 
 struct PriorityCounters {
   int64_t tx_packets = 0;
-  int64_t tx_bytes = 0;          // frame bytes sent
-  int64_t drops = 0;             // packets dropped, any cause, counted where the cause lies
+  int64_t tx_bytes = 0;  // frame bytes sent
+  int64_t drops = 0;     // packets dropped, any cause, counted where the cause lies
   int64_t drop_bytes = 0;
   int64_t drops_egress = 0;      // lossy: egress queue at its dynamic threshold (this egress)
   int64_t drops_headroom = 0;    // lossless: headroom overflow (this port as ingress)
@@ -31,17 +31,17 @@ struct PriorityCounters {
   int64_t xoff_transitions = 0;  // times this port's ingress group went from flowing to paused
   int64_t pause_received = 0;    // PFC XOFF frames received from the peer
   int64_t xon_received = 0;
-  Time paused_time{};            // time this egress queue spent paused by the peer
-  int64_t cnp_sent = 0;          // NIC: CNPs sent (counted on the CNP's priority)
-  int64_t cnp_received = 0;      // NIC: CNPs received for its queue pairs
+  Time paused_time{};        // time this egress queue spent paused by the peer
+  int64_t cnp_sent = 0;      // NIC: CNPs sent (counted on the CNP's priority)
+  int64_t cnp_received = 0;  // NIC: CNPs received for its queue pairs
 };
 
 // How a port shares its wire among queues: strict priorities first (highest number first),
 // then deficit-weighted round robin among the others.
 struct SchedulerConfig {
-  uint8_t strict_mask = 0;               // bit p set: priority p is served strictly
+  uint8_t strict_mask = 0;  // bit p set: priority p is served strictly
   std::array<int, kPriorities> weights{1, 1, 1, 1, 1, 1, 1, 1};
-  int quantum = 9216;                    // bytes of credit per unit of weight per round
+  int quantum = 9216;  // bytes of credit per unit of weight per round
 };
 
 // A closed PFC pause interval of one priority on one egress.
@@ -61,7 +61,7 @@ struct EgressPort {
   bool done_scheduled = false;  // a transmit-done event is pending for busy_until
   Time busy_time{};             // total time spent serializing (utilization)
   const SchedulerConfig* scheduler = nullptr;  // null: strict priority only
-  bool ecn = false;             // RED/ECN marking at this egress
+  bool ecn = false;                            // RED/ECN marking at this egress
   RedMarking red;
   std::array<PacketFifo, kPriorities> queues;  // enqueue() and dequeue() keep `backlog` right
   uint8_t backlog = 0;                         // bit p: queue p is not empty
@@ -88,7 +88,8 @@ struct EgressPort {
   // roce::wire_time without a division when the rate allows it (all standard Ethernet rates).
   Time wire_time(int frame) const {
     if (ps_per_byte == 0) return roce::wire_time(frame, rate);
-    const int bytes = (frame < roce::kMinFrameBytes ? roce::kMinFrameBytes : frame) + roce::kWireGapBytes;
+    const int bytes =
+        (frame < roce::kMinFrameBytes ? roce::kMinFrameBytes : frame) + roce::kWireGapBytes;
     return {bytes * ps_per_byte};
   }
 

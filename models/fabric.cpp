@@ -16,8 +16,7 @@ const ParamGroup kRunParams{
         {"end", ParamType::Time, "\"1s\"",
          "simulated time limit; a run also stops as soon as no traffic is left", "fabtwin"},
         {"seed", ParamType::Integer, "1",
-         "seed of every random stream (ECMP source ports, traffic generators)", "fabtwin",
-         "0.."},
+         "seed of every random stream (ECMP source ports, traffic generators)", "fabtwin", "0.."},
     }};
 const ParamGroup kOutputParams{
     "output",
@@ -35,13 +34,14 @@ const ParamGroup kOutputParams{
     }};
 const std::set<std::string> kSections{"topology", "fabric", "nic",         "routing", "traffic",
                                       "run",      "output", "description", "$schema"};
-const ParamGroup kFabricParams{
-    "fabric", "fabric", "Fabric sections",
-    {{"link", ParamType::List, "{}", "see fabric.link", "fabtwin"},
-     {"switch", ParamType::List, "{}", "see fabric.switch", "fabtwin"},
-     {"pfc", ParamType::List, "{}", "see fabric.pfc", "fabtwin"},
-     {"ecn", ParamType::List, "{}", "see fabric.ecn", "fabtwin"},
-     {"qos", ParamType::List, "{}", "see fabric.qos", "fabtwin"}}};
+const ParamGroup kFabricParams{"fabric",
+                               "fabric",
+                               "Fabric sections",
+                               {{"link", ParamType::List, "{}", "see fabric.link", "fabtwin"},
+                                {"switch", ParamType::List, "{}", "see fabric.switch", "fabtwin"},
+                                {"pfc", ParamType::List, "{}", "see fabric.pfc", "fabtwin"},
+                                {"ecn", ParamType::List, "{}", "see fabric.ecn", "fabtwin"},
+                                {"qos", ParamType::List, "{}", "see fabric.qos", "fabtwin"}}};
 const ParamGroup kRoutingParams{
     "routing",
     "routing",
@@ -81,8 +81,9 @@ Fabric::Fabric(const ScenarioDocument& doc) {
   const nlohmann::json& root = doc.root;
   for (const auto& [key, value] : root.items()) {
     if (!kSections.count(key)) {
-      throw ScenarioError(key, "unknown section; a scenario has topology, fabric, nic, routing, "
-                               "traffic, run, output (and extends, description, $schema)");
+      throw ScenarioError(key,
+                          "unknown section; a scenario has topology, fabric, nic, routing, "
+                          "traffic, run, output (and extends, description, $schema)");
     }
   }
   if (root.contains("description") && !root["description"].is_string()) {
@@ -188,7 +189,8 @@ RunResult Fabric::run(const Simulator::Progress& progress) {
     nic->collect(r.flows);
     r.data_packets_sent += nic->data_packets_sent();
     for (const RateSample& s : nic->rate_samples()) {
-      r.rate_samples.push_back({s.time, s.flow, s.state.rate.bps, s.state.target.bps, s.state.alpha});
+      r.rate_samples.push_back(
+          {s.time, s.flow, s.state.rate.bps, s.state.target.bps, s.state.alpha});
     }
   }
   std::stable_sort(r.rate_samples.begin(), r.rate_samples.end(),
@@ -198,7 +200,8 @@ RunResult Fabric::run(const Simulator::Progress& progress) {
   // Ports in node order; queue samples re-indexed to the global port list.
   std::vector<uint32_t> first_port(topology_.nodes.size());
   std::vector<std::vector<std::string>> peer_names(topology_.nodes.size());
-  for (size_t v = 0; v < topology_.nodes.size(); ++v) peer_names[v].resize(topology_.nodes[v].ports);
+  for (size_t v = 0; v < topology_.nodes.size(); ++v)
+    peer_names[v].resize(topology_.nodes[v].ports);
   for (const TopologyLink& l : topology_.links) {
     peer_names[l.a][l.a_port] = topology_.nodes[l.b].name;
     peer_names[l.b][l.b_port] = topology_.nodes[l.a].name;

@@ -18,11 +18,11 @@ struct FlowSpec {
 
 struct FlowRecord {
   FlowSpec spec;
-  bool completed = false;   // the requester saw the last ACK
-  Time finish{};            // requester completion (last ACK received)
+  bool completed = false;     // the requester saw the last ACK
+  Time finish{};              // requester completion (last ACK received)
   Time last_byte_received{};  // responder received the last in-order byte
   int64_t bytes_received = 0;
-  int64_t packets_sent = 0;          // data packets put on the wire, retransmissions included
+  int64_t packets_sent = 0;  // data packets put on the wire, retransmissions included
   int64_t packets_retransmitted = 0;
   int64_t timeouts = 0;
   int64_t cnps_sent = 0;      // by the responder's notification point

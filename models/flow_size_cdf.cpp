@@ -7,7 +7,9 @@
 
 namespace fabtwin {
 
-std::filesystem::path shipped_cdf_dir() { return FABTWIN_CDF_DIR; }
+std::filesystem::path shipped_cdf_dir() {
+  return FABTWIN_CDF_DIR;
+}
 
 FlowSizeCdf FlowSizeCdf::from_points(std::vector<std::pair<double, double>> points) {
   if (points.size() < 2) throw std::runtime_error("a flow-size CDF needs at least two points");
@@ -45,7 +47,8 @@ FlowSizeCdf FlowSizeCdf::load(const std::filesystem::path& file) {
     std::string rest;
     if (!(fields >> size >> pct) || (fields >> rest)) {
       throw std::runtime_error(file.string() + ":" + std::to_string(number) +
-                               ": expected \"size_bytes cumulative_percent\", found \"" + line + "\"");
+                               ": expected \"size_bytes cumulative_percent\", found \"" + line +
+                               "\"");
     }
     points.emplace_back(size, pct);
   }

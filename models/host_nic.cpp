@@ -39,7 +39,9 @@ const ParamGroup kNicParams{
     }};
 }  // namespace
 
-const ParamGroup& HostNic::params() { return kNicParams; }
+const ParamGroup& HostNic::params() {
+  return kNicParams;
+}
 
 NicConfig HostNic::read_config(const nlohmann::json& scenario) {
   const nlohmann::json none;
@@ -47,8 +49,8 @@ NicConfig HostNic::read_config(const nlohmann::json& scenario) {
   NicConfig c;
   c.mtu = r.bytes("mtu");
   if (c.mtu.count < 1 || c.mtu.count > 9000) {
-    throw ScenarioError(r.path_of("mtu"), "expected a payload of 1B to 9000B, found " +
-                                              format_bytes(c.mtu));
+    throw ScenarioError(r.path_of("mtu"),
+                        "expected a payload of 1B to 9000B, found " + format_bytes(c.mtu));
   }
   c.ack_every = static_cast<int>(r.integer("ack_every"));
   c.ack_timeout = r.time("ack_timeout");
@@ -58,7 +60,8 @@ NicConfig HostNic::read_config(const nlohmann::json& scenario) {
     try {
       c.rx_drain_rate = parse_rate(drain);
     } catch (const UnitError& e) {
-      throw ScenarioError(r.path_of("rx_drain_rate"), std::string("expected \"line\" or ") + e.what());
+      throw ScenarioError(r.path_of("rx_drain_rate"),
+                          std::string("expected \"line\" or ") + e.what());
     }
   }
   c.rx_xoff = r.bytes("rx_xoff").count;
@@ -69,8 +72,8 @@ NicConfig HostNic::read_config(const nlohmann::json& scenario) {
                                                  format_bytes(Bytes{c.rx_xoff}));
   }
   if (c.ack_timeout.ps <= 0) {
-    throw ScenarioError(r.path_of("ack_timeout"), "expected a positive time, found " +
-                                                      format_time(c.ack_timeout));
+    throw ScenarioError(r.path_of("ack_timeout"),
+                        "expected a positive time, found " + format_time(c.ack_timeout));
   }
   r.finish();
   return c;
@@ -208,7 +211,8 @@ void HostNic::on_timer(const Event& e) {
     }
     case kRateSample:
       for (const SendQp& qp : send_qps_) {
-        if (qp.started && !qp.done) rate_samples_.push_back({now(), qp.flow.id, qp.cc->state(now())});
+        if (qp.started && !qp.done)
+          rate_samples_.push_back({now(), qp.flow.id, qp.cc->state(now())});
       }
       schedule_self(now() + config_.rate_sample_interval, kRateSample, 0);
       break;
@@ -234,7 +238,9 @@ void HostNic::go_back_to(SendQp& qp, uint32_t psn) {
   activate(static_cast<uint32_t>(&qp - send_qps_.data()));
 }
 
-void HostNic::on_transmit_done(uint32_t) { pump(); }
+void HostNic::on_transmit_done(uint32_t) {
+  pump();
+}
 
 void HostNic::pump() {
   EgressPort& port = ports_[0];
@@ -289,7 +295,8 @@ bool HostNic::send_next_data_packet() {
     p->receiver_qp = qp.receiver_qp;
     p->psn = psn;
     p->ecmp_hash = qp.hash;
-    p->payload = static_cast<int32_t>(std::min<int64_t>(config_.mtu.count, qp.flow.size.count - offset));
+    p->payload =
+        static_cast<int32_t>(std::min<int64_t>(config_.mtu.count, qp.flow.size.count - offset));
     p->frame = roce::data_frame(p->payload, psn == 0);
     p->priority = static_cast<uint8_t>(qp.priority);
     p->dscp = static_cast<uint8_t>(qp.flow.dscp);

@@ -15,21 +15,21 @@
 namespace fabtwin {
 
 struct NicConfig {
-  Bytes mtu{4096};         // payload bytes per packet (RoCE path MTU)
-  int ack_every = 1;       // responder ACKs every n-th in-order packet and the last one
-  Time ack_timeout{};      // requester retransmits from the first unacknowledged PSN
+  Bytes mtu{4096};     // payload bytes per packet (RoCE path MTU)
+  int ack_every = 1;   // responder ACKs every n-th in-order packet and the last one
+  Time ack_timeout{};  // requester retransmits from the first unacknowledged PSN
   std::array<uint8_t, 64> dscp_to_priority{};  // the fabric's QoS map (trust DSCP)
   // Receive side: a NIC that drains slower than its link (a PCIe or host bottleneck) buffers
   // arrivals and pauses the link while the buffer is above rx_xoff, until it is below rx_xon.
   BitsPerSec rx_drain_rate{};  // 0: drains at line rate, never pauses
   int64_t rx_xoff = 0;
   int64_t rx_xon = 0;
-  int pause_quanta = 65535;    // fabric.pfc.pause_quanta
-  bool pfc = true;             // fabric.pfc.enabled
+  int pause_quanta = 65535;        // fabric.pfc.pause_quanta
+  bool pfc = true;                 // fabric.pfc.enabled
   std::array<bool, 8> lossless{};  // fabric.pfc.lossless_priorities
-  bool dcqcn = false;          // nic.cc.algorithm
+  bool dcqcn = false;              // nic.cc.algorithm
   DcqcnConfig dcqcn_config;
-  Time rate_sample_interval{}; // output.rate_sample_interval (0: no rate traces)
+  Time rate_sample_interval{};  // output.rate_sample_interval (0: no rate traces)
 };
 
 // One sample of a queue pair's congestion-control state.
@@ -78,10 +78,9 @@ class HostNic final : public NetworkNode {
     kRateSample,
   };
 
-
   struct SendQp {
     FlowSpec flow;
-    uint32_t packets = 0;      // PSNs 0 .. packets-1
+    uint32_t packets = 0;  // PSNs 0 .. packets-1
     uint32_t receiver_qp = 0;
     uint32_t hash = 0;         // 5-tuple hash with this QP's UDP source port
     int priority = 0;          // egress priority (from the flow's DSCP)
@@ -90,9 +89,9 @@ class HostNic final : public NetworkNode {
     bool active = false;       // in the send rotation
     bool done = false;
     bool timer_scheduled = false;
-    Time deadline{};           // retransmit if no progress by then
-    Time next_send{};          // pacing: earliest time of the next packet
-    BitsPerSec rate{};         // current sending rate (line rate unless a CC lowers it)
+    Time deadline{};    // retransmit if no progress by then
+    Time next_send{};   // pacing: earliest time of the next packet
+    BitsPerSec rate{};  // current sending rate (line rate unless a CC lowers it)
     std::unique_ptr<CongestionControl> cc;  // null: no congestion control
     Time cc_timer_at = Time::max();         // a kCcTimer event is pending for this time
     bool started = false;
@@ -137,11 +136,11 @@ class HostNic final : public NetworkNode {
   std::vector<ReceiveQp> receive_qps_;
   std::vector<uint32_t> start_order_;  // send QPs by (start, flow id)
   size_t next_start_ = 0;
-  std::vector<uint32_t> rotation_;     // active send QPs, served round robin
+  std::vector<uint32_t> rotation_;  // active send QPs, served round robin
   size_t rotation_next_ = 0;
-  Time wake_at_ = Time::max();          // a pacing wake-up is scheduled for this time
-  PacketFifo rx_buffer_;               // arrivals waiting to be drained (rx_drain_rate set)
-  uint8_t rx_pausing_ = 0;             // bit p: this NIC has XOFF'ed priority p upstream
+  Time wake_at_ = Time::max();  // a pacing wake-up is scheduled for this time
+  PacketFifo rx_buffer_;        // arrivals waiting to be drained (rx_drain_rate set)
+  uint8_t rx_pausing_ = 0;      // bit p: this NIC has XOFF'ed priority p upstream
   bool rx_refresh_scheduled_ = false;
   std::vector<RateSample> rate_samples_;
   int64_t data_packets_sent_ = 0;

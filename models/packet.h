@@ -27,7 +27,7 @@ struct Packet {
   int32_t payload = 0;       // payload bytes
   int32_t frame = 0;         // Ethernet frame bytes: headers + payload + FCS
   PacketType type = PacketType::Data;
-  uint8_t priority = 0;      // 802.1p priority / traffic class 0..7
+  uint8_t priority = 0;  // 802.1p priority / traffic class 0..7
   uint8_t dscp = 0;
   Ecn ecn = Ecn::NotEct;
   uint16_t ingress_port = 0;  // set by a switch on arrival

@@ -20,9 +20,13 @@ inline constexpr int kMinFrameBytes = 64;
 constexpr int data_frame(int payload, bool first_of_message) {
   return kHeaderBytes + payload + (first_of_message ? kRethBytes : 0);
 }
-constexpr int ack_frame() { return kHeaderBytes + kAethBytes; }
+constexpr int ack_frame() {
+  return kHeaderBytes + kAethBytes;
+}
 // A RoCEv2 CNP: BTH followed by 16 reserved bytes.
-constexpr int cnp_frame() { return kHeaderBytes + 16; }
+constexpr int cnp_frame() {
+  return kHeaderBytes + 16;
+}
 
 // Time a frame occupies a link of `rate`, including preamble and inter-frame gap.
 constexpr Time wire_time(int frame_bytes, BitsPerSec rate) {

@@ -44,10 +44,9 @@ RoutingTable::RoutingTable(const Topology& topo) {
       if (!sw_dist[s].empty()) continue;
       std::vector<int> d(n, kFar);
       d[s] = 0;
-      boost::breadth_first_search(
-          g, boost::vertex(s, g),
-          boost::visitor(boost::make_bfs_visitor(
-              boost::record_distances(d.data(), boost::on_tree_edge()))));
+      boost::breadth_first_search(g, boost::vertex(s, g),
+                                  boost::visitor(boost::make_bfs_visitor(
+                                      boost::record_distances(d.data(), boost::on_tree_edge()))));
       sw_dist[s] = std::move(d);
     }
   }
@@ -72,7 +71,8 @@ RoutingTable::RoutingTable(const Topology& topo) {
       }
       for (int s : attached[v]) distance_[v][h] = std::min(distance_[v][h], distance_[s][h] + 1);
       if (distance_[v][h] >= kFar) {
-        throw ScenarioError("topology", topo.nodes[v].name + " has no route to " + topo.nodes[h].name);
+        throw ScenarioError("topology",
+                            topo.nodes[v].name + " has no route to " + topo.nodes[h].name);
       }
     }
   }
@@ -94,7 +94,8 @@ RoutingTable::RoutingTable(const Topology& topo) {
       for (const auto& [port, peer] : neighbours[v]) {
         const bool peer_is_host = topo.nodes[peer].kind == NodeKind::Host;
         if (peer_is_host && peer != h) continue;  // hosts do not forward
-        if (distance_[peer][h] == distance_[v][h] - 1) t.ports.push_back(static_cast<uint16_t>(port));
+        if (distance_[peer][h] == distance_[v][h] - 1)
+          t.ports.push_back(static_cast<uint16_t>(port));
       }
     }
     t.offsets.push_back(static_cast<uint32_t>(t.ports.size()));

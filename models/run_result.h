@@ -12,12 +12,12 @@
 namespace fabtwin {
 
 struct PortRecord {
-  std::string node;       // node name
+  std::string node;  // node name
   bool switch_port = false;
   uint32_t port = 0;
-  std::string peer;       // node at the other end
+  std::string peer;  // node at the other end
   BitsPerSec rate{};
-  Time busy_time{};       // time spent serializing frames
+  Time busy_time{};  // time spent serializing frames
   std::array<PriorityCounters, kPriorities> counters{};
 
   int64_t tx_packets() const;
@@ -42,10 +42,10 @@ struct PauseRecord {
 
 struct BufferRecord {
   std::string node;
-  int64_t buffer = 0;        // configured total
-  int64_t shared_pool = 0;   // total less reserves and lossless headroom
-  int64_t headroom = 0;      // per lossless group, largest over the ports
-  int64_t max_used = 0;      // peak occupancy
+  int64_t buffer = 0;       // configured total
+  int64_t shared_pool = 0;  // total less reserves and lossless headroom
+  int64_t headroom = 0;     // per lossless group, largest over the ports
+  int64_t max_used = 0;     // peak occupancy
   int64_t headroom_overflows = 0;
 };
 
@@ -75,10 +75,10 @@ struct RunResult {
   uint64_t seed = 0;
   uint64_t fingerprint = 0;
   uint64_t events = 0;
-  Time end_time{};            // the configured end
+  Time end_time{};  // the configured end
   Time last_event_time{};
-  bool reached_end = false;   // stopped at end with work pending
-  double wall_seconds = 0;    // wall clock (the only non-deterministic figure)
+  bool reached_end = false;  // stopped at end with work pending
+  double wall_seconds = 0;   // wall clock (the only non-deterministic figure)
   int64_t data_packets_sent = 0;
   int64_t peak_packets_in_pool = 0;
   std::string topology;

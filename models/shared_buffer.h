@@ -16,13 +16,13 @@ namespace fabtwin {
 inline constexpr int kPriorityGroups = 8;
 
 struct MmuConfig {
-  int64_t buffer = 0;           // total packet buffer, bytes
-  int64_t reserve = 0;          // guaranteed minimum per (ingress port, priority group), bytes
-  bool dynamic = true;          // dynamic threshold; false: static XOFF threshold
-  double alpha = 1.0;           // dynamic threshold factor for ingress priority groups
-  int64_t static_xoff = 0;      // static threshold on a group's shared bytes
-  int64_t xon_offset = 0;       // XON when shared bytes fall this far below the threshold
-  double egress_alpha = 1.0;    // dynamic threshold factor for lossy egress queues
+  int64_t buffer = 0;         // total packet buffer, bytes
+  int64_t reserve = 0;        // guaranteed minimum per (ingress port, priority group), bytes
+  bool dynamic = true;        // dynamic threshold; false: static XOFF threshold
+  double alpha = 1.0;         // dynamic threshold factor for ingress priority groups
+  int64_t static_xoff = 0;    // static threshold on a group's shared bytes
+  int64_t xon_offset = 0;     // XON when shared bytes fall this far below the threshold
+  double egress_alpha = 1.0;  // dynamic threshold factor for lossy egress queues
   std::array<bool, kPriorityGroups> lossless{};
 };
 
@@ -67,11 +67,15 @@ class SharedBuffer {
     int64_t bytes = 0;     // reserved + shared bytes held
     int64_t headroom = 0;  // headroom bytes held
   };
-  Group& group(int port, int pg) { return groups_[static_cast<size_t>(port) * kPriorityGroups + pg]; }
+  Group& group(int port, int pg) {
+    return groups_[static_cast<size_t>(port) * kPriorityGroups + pg];
+  }
   const Group& group(int port, int pg) const {
     return groups_[static_cast<size_t>(port) * kPriorityGroups + pg];
   }
-  int64_t shared_part(int64_t bytes) const { return bytes > config_.reserve ? bytes - config_.reserve : 0; }
+  int64_t shared_part(int64_t bytes) const {
+    return bytes > config_.reserve ? bytes - config_.reserve : 0;
+  }
 
   MmuConfig config_;
   std::vector<int64_t> headroom_;
@@ -90,10 +94,13 @@ class SharedBuffer {
 // The per-frame operations are inline: they run twice for every frame a switch forwards.
 inline int64_t SharedBuffer::threshold() const {
   if (!config_.dynamic) return config_.static_xoff;
-  return static_cast<int64_t>((static_cast<__int128>(shared_pool_ - shared_used_) * alpha_fixed_) >> 16);
+  return static_cast<int64_t>((static_cast<__int128>(shared_pool_ - shared_used_) * alpha_fixed_) >>
+                              16);
 }
 
-inline int64_t SharedBuffer::group_shared(int port, int pg) const { return shared_part(group(port, pg).bytes); }
+inline int64_t SharedBuffer::group_shared(int port, int pg) const {
+  return shared_part(group(port, pg).bytes);
+}
 
 inline Admission SharedBuffer::admit(int in_port, int pg, int out_port, int queue, int64_t bytes) {
   Group& g = group(in_port, pg);

@@ -57,7 +57,8 @@ void Switch::on_arrival(uint32_t in_port, Packet* p) {
   const uint32_t out =
       hops.size() == 1 ? hops[0] : hops[ecmp_pick(p->ecmp_hash, ecmp_salt_, hops.size())];
   EgressPort& port = ports_[out];
-  const Admission verdict = buffer_->admit(static_cast<int>(in_port), prio, static_cast<int>(out), prio, p->frame);
+  const Admission verdict =
+      buffer_->admit(static_cast<int>(in_port), prio, static_cast<int>(out), prio, p->frame);
   if (verdict != Admission::Admitted) {
     const bool headroom = verdict == Admission::HeadroomOverflow;
     PriorityCounters& c = (headroom ? ports_[in_port] : port).counters[prio];
@@ -82,7 +83,9 @@ void Switch::on_arrival(uint32_t in_port, Packet* p) {
   }
 }
 
-void Switch::on_transmit_done(uint32_t port) { start_transmission(port); }
+void Switch::on_transmit_done(uint32_t port) {
+  start_transmission(port);
+}
 
 void Switch::maybe_mark(EgressPort& port, int priority, Packet* p, int64_t queue_bytes) {
   if (!port.ecn || !port.red.should_mark(queue_bytes, rng())) return;

@@ -68,7 +68,8 @@ const ParamGroup kEcnParams{
          "DCQCN congestion point"},
         {"kmin", ParamType::Bytes, "\"5KB\"", "queue depth below which nothing is marked",
          "DCQCN (Zhu et al., SIGCOMM 2015) as restated in the authors' CoNEXT 2016 code"},
-        {"kmax", ParamType::Bytes, "\"200KB\"", "queue depth at and above which every packet is marked",
+        {"kmax", ParamType::Bytes, "\"200KB\"",
+         "queue depth at and above which every packet is marked",
          "DCQCN default Kmax = 200 KB (CoNEXT 2016 text)"},
         {"pmax", ParamType::Probability, "0.01", "marking probability just below kmax",
          "DCQCN fluid-model code: pmax = 1%"},
@@ -120,10 +121,12 @@ double read_factor(ParamReader& r, const std::string& key) {
   const nlohmann::json v = r.json(key);
   if (v.is_number()) {
     if (v.get<double>() > 0) return v.get<double>();
-    throw ScenarioError(r.path_of(key), "expected a positive factor like \"1/8\" or 2, found " + json_text(v));
+    throw ScenarioError(r.path_of(key),
+                        "expected a positive factor like \"1/8\" or 2, found " + json_text(v));
   }
   if (!v.is_string()) {
-    throw ScenarioError(r.path_of(key), "expected a positive factor like \"1/8\" or 2, found " + json_text(v));
+    throw ScenarioError(r.path_of(key),
+                        "expected a positive factor like \"1/8\" or 2, found " + json_text(v));
   }
   const std::string text = v.get<std::string>();
   const size_t slash = text.find('/');
@@ -145,15 +148,17 @@ double read_factor(ParamReader& r, const std::string& key) {
     if (!(v > 0)) throw std::invalid_argument(text);
     return v;
   } catch (const std::exception&) {
-    throw ScenarioError(r.path_of(key), "expected a positive factor like \"1/8\" or \"2\", found \"" +
-                                            text + "\"");
+    throw ScenarioError(r.path_of(key),
+                        "expected a positive factor like \"1/8\" or \"2\", found \"" + text + "\"");
   }
 }
 
 std::vector<int> read_priority_list(ParamReader& r, const std::string& key) {
   const nlohmann::json v = r.json(key);
   std::vector<int> out;
-  if (!v.is_array()) throw ScenarioError(r.path_of(key), "expected a list of priorities 0..7, found " + json_text(v));
+  if (!v.is_array())
+    throw ScenarioError(r.path_of(key),
+                        "expected a list of priorities 0..7, found " + json_text(v));
   for (size_t i = 0; i < v.size(); ++i) {
     if (!v[i].is_number_integer() || v[i].get<int>() < 0 || v[i].get<int>() > 7) {
       throw ScenarioError(r.path_of(key) + "[" + std::to_string(i) + "]",
@@ -223,10 +228,12 @@ SwitchConfig read_switch_config(const nlohmann::json& scenario, int64_t mtu_fram
     try {
       c.pause_refresh = parse_time(refresh);
     } catch (const UnitError& e) {
-      throw ScenarioError(p.path_of("refresh_interval"), std::string("expected \"auto\" or ") + e.what());
+      throw ScenarioError(p.path_of("refresh_interval"),
+                          std::string("expected \"auto\" or ") + e.what());
     }
     if (c.pause_refresh.ps <= 0) {
-      throw ScenarioError(p.path_of("refresh_interval"), "expected a positive time, found " + refresh);
+      throw ScenarioError(p.path_of("refresh_interval"),
+                          "expected a positive time, found " + refresh);
     }
   }
   p.finish();
@@ -237,7 +244,8 @@ SwitchConfig read_switch_config(const nlohmann::json& scenario, int64_t mtu_fram
   c.mark_at_enqueue = e.choice("mark_at") == "enqueue";
   const nlohmann::json& by_rate = e.raw("by_rate");
   if (!by_rate.is_null() && !by_rate.is_object()) {
-    throw ScenarioError(e.path_of("by_rate"), "expected an object of link rates, found " + json_text(by_rate));
+    throw ScenarioError(e.path_of("by_rate"),
+                        "expected an object of link rates, found " + json_text(by_rate));
   }
   if (by_rate.is_object()) {
     for (const auto& [rate_text, settings] : by_rate.items()) {
@@ -259,7 +267,8 @@ SwitchConfig read_switch_config(const nlohmann::json& scenario, int64_t mtu_fram
   for (int d = 0; d < 64; ++d) c.dscp_to_priority[d] = static_cast<uint8_t>(d >> 3);
   const nlohmann::json& map = q.raw("dscp_to_priority");
   if (!map.is_null() && !map.is_object()) {
-    throw ScenarioError(q.path_of("dscp_to_priority"), "expected an object like {\"26\": 3}, found " + json_text(map));
+    throw ScenarioError(q.path_of("dscp_to_priority"),
+                        "expected an object like {\"26\": 3}, found " + json_text(map));
   }
   if (map.is_object()) {
     for (const auto& [dscp_text, prio] : map.items()) {
@@ -271,7 +280,8 @@ SwitchConfig read_switch_config(const nlohmann::json& scenario, int64_t mtu_fram
         if (used != dscp_text.size()) dscp = -1;
       } catch (const std::exception&) {
       }
-      if (dscp < 0 || dscp > 63) throw ScenarioError(path, "expected a DSCP 0..63 as the key, found \"" + dscp_text + "\"");
+      if (dscp < 0 || dscp > 63)
+        throw ScenarioError(path, "expected a DSCP 0..63 as the key, found \"" + dscp_text + "\"");
       if (!prio.is_number_integer() || prio.get<int>() < 0 || prio.get<int>() > 7) {
         throw ScenarioError(path, "expected a priority 0..7, found " + json_text(prio));
       }
@@ -284,7 +294,8 @@ SwitchConfig read_switch_config(const nlohmann::json& scenario, int64_t mtu_fram
   const nlohmann::json& weights = q.raw("weights");
   if (!weights.is_null()) {
     if (!weights.is_array() || weights.size() != kPriorities) {
-      throw ScenarioError(q.path_of("weights"), "expected a list of 8 weights, found " + json_text(weights));
+      throw ScenarioError(q.path_of("weights"),
+                          "expected a list of 8 weights, found " + json_text(weights));
     }
     for (int i = 0; i < kPriorities; ++i) {
       if (!weights[i].is_number_integer() || weights[i].get<int>() < 1) {
@@ -295,7 +306,8 @@ SwitchConfig read_switch_config(const nlohmann::json& scenario, int64_t mtu_fram
     }
   }
   c.scheduler.quantum = static_cast<int>(q.bytes("quantum").count);
-  if (c.scheduler.quantum < 1) throw ScenarioError(q.path_of("quantum"), "expected a positive size");
+  if (c.scheduler.quantum < 1)
+    throw ScenarioError(q.path_of("quantum"), "expected a positive size");
   q.finish();
   return c;
 }

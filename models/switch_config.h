@@ -15,18 +15,18 @@ namespace fabtwin {
 
 struct SwitchConfig {
   MmuConfig mmu;
-  bool auto_headroom = true;     // mlx5 rule per port; else `headroom`
-  int64_t headroom = 0;          // bytes per lossless group and ingress port
-  int64_t headroom_mtu = 4158;   // frame bytes the automatic headroom allows for
+  bool auto_headroom = true;    // mlx5 rule per port; else `headroom`
+  int64_t headroom = 0;         // bytes per lossless group and ingress port
+  int64_t headroom_mtu = 4158;  // frame bytes the automatic headroom allows for
 
   bool pfc = true;
-  int pause_quanta = 65535;      // quanta an XOFF frame asks for
-  bool auto_refresh = true;      // refresh an XOFF after half its pause time
+  int pause_quanta = 65535;  // quanta an XOFF frame asks for
+  bool auto_refresh = true;  // refresh an XOFF after half its pause time
   Time pause_refresh{};
 
   bool ecn = true;
   bool mark_at_enqueue = false;
-  RedMarking red;                           // default marking
+  RedMarking red;                             // default marking
   std::map<int64_t, RedMarking> red_by_rate;  // link rate (bps) -> marking at ports of that rate
 
   std::array<uint8_t, 64> dscp_to_priority{};

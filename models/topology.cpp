@@ -63,12 +63,14 @@ Topology build_leaf_spine(int leaves, int spines, int hosts_per_leaf, BitsPerSec
     t.add_node(NodeKind::Host, "host" + std::to_string(h));
   }
   std::vector<int> leaf(leaves), spine(spines);
-  for (int l = 0; l < leaves; ++l) leaf[l] = t.add_node(NodeKind::Switch, "leaf" + std::to_string(l));
+  for (int l = 0; l < leaves; ++l)
+    leaf[l] = t.add_node(NodeKind::Switch, "leaf" + std::to_string(l));
   for (int s = 0; s < spines; ++s) {
     spine[s] = t.add_node(NodeKind::Switch, "spine" + std::to_string(s));
   }
   for (int l = 0; l < leaves; ++l) {
-    for (int h = 0; h < hosts_per_leaf; ++h) t.connect(leaf[l], l * hosts_per_leaf + h, host_rate, delay);
+    for (int h = 0; h < hosts_per_leaf; ++h)
+      t.connect(leaf[l], l * hosts_per_leaf + h, host_rate, delay);
     for (int s = 0; s < spines; ++s) t.connect(leaf[l], spine[s], uplink_rate, delay);
   }
   t.oversubscription = static_cast<double>(hosts_per_leaf) * static_cast<double>(host_rate.bps) /
@@ -94,12 +96,14 @@ Topology build_fat_tree(int k, BitsPerSec rate, Time delay) {
           t.add_node(NodeKind::Switch, "agg" + std::to_string(p) + "." + std::to_string(i));
     }
   }
-  for (int c = 0; c < half * half; ++c) core[c] = t.add_node(NodeKind::Switch, "core" + std::to_string(c));
+  for (int c = 0; c < half * half; ++c)
+    core[c] = t.add_node(NodeKind::Switch, "core" + std::to_string(c));
   // Edge ports 0..k/2-1 face hosts, k/2..k-1 face the pod's aggregation switches; aggregation
   // switch i of every pod connects to core switches i*k/2 .. i*k/2+k/2-1.
   for (int p = 0; p < k; ++p) {
     for (int i = 0; i < half; ++i) {
-      for (int h = 0; h < half; ++h) t.connect(edge[p * half + i], (p * half + i) * half + h, rate, delay);
+      for (int h = 0; h < half; ++h)
+        t.connect(edge[p * half + i], (p * half + i) * half + h, rate, delay);
     }
     for (int i = 0; i < half; ++i) {
       for (int j = 0; j < half; ++j) t.connect(edge[p * half + i], agg[p * half + j], rate, delay);
@@ -112,7 +116,8 @@ Topology build_fat_tree(int k, BitsPerSec rate, Time delay) {
 }
 
 Topology read_topology(const nlohmann::json& scenario) {
-  const nlohmann::json& fabric = scenario.contains("fabric") ? scenario["fabric"] : nlohmann::json();
+  const nlohmann::json& fabric =
+      scenario.contains("fabric") ? scenario["fabric"] : nlohmann::json();
   const nlohmann::json link_section =
       fabric.is_object() && fabric.contains("link") ? fabric["link"] : nlohmann::json();
   ParamReader link(link_section, "fabric.link", kLinkParams);
@@ -139,7 +144,8 @@ Topology read_topology(const nlohmann::json& scenario) {
     t = build_leaf_spine(leaves, spines, per_leaf, rate, uplink, delay);
   } else {
     const int64_t k = r.integer("k");
-    if (k % 2 != 0) throw ScenarioError(r.path_of("k"), "expected an even radix, found " + std::to_string(k));
+    if (k % 2 != 0)
+      throw ScenarioError(r.path_of("k"), "expected an even radix, found " + std::to_string(k));
     t = build_fat_tree(static_cast<int>(k), rate, delay);
   }
   r.finish();

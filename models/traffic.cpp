@@ -8,27 +8,36 @@
 namespace fabtwin {
 namespace {
 
-const Param kDscp{"dscp", ParamType::Integer, "26",
+const Param kDscp{"dscp",
+                  ParamType::Integer,
+                  "26",
                   "DSCP of the flows' data and ACKs; fabric.qos.dscp_to_priority maps it to a "
                   "priority (26 -> 3 by default)",
                   "DSCP 26 on priority 3 is the usual lossless RoCE class (NVIDIA guidance)",
                   "0..63"};
 const Param kStart{"start", ParamType::Time, "\"0us\"", "when the flows start", "fabtwin"};
-const Param kType{"type", ParamType::Choice, "", "generator type", "fabtwin",
-                  "flows|incast|permutation|all_to_all|poisson"};
+const Param kType{"type",    ParamType::Choice,
+                  "",        "generator type",
+                  "fabtwin", "flows|incast|permutation|all_to_all|poisson"};
 
 const ParamGroup kFlowsParams{
-    "traffic[type=flows]", "flows", "Explicit flows",
+    "traffic[type=flows]",
+    "flows",
+    "Explicit flows",
     {kType, {"flows", ParamType::List, "", "list of {src, dst, size, start, dscp}", "fabtwin"}}};
 const ParamGroup kFlowEntryParams{
-    "traffic[type=flows].flows[]", "flows", "One explicit flow",
+    "traffic[type=flows].flows[]",
+    "flows",
+    "One explicit flow",
     {{"src", ParamType::Integer, "", "sending host index", "fabtwin", "0.."},
      {"dst", ParamType::Integer, "", "receiving host index", "fabtwin", "0.."},
      {"size", ParamType::Bytes, "", "message size", "fabtwin"},
      kStart,
      kDscp}};
 const ParamGroup kIncastParams{
-    "traffic[type=incast]", "incast", "N-to-1 incast",
+    "traffic[type=incast]",
+    "incast",
+    "N-to-1 incast",
     {kType,
      {"receiver", ParamType::Integer, "0", "host all senders write to", "fabtwin", "0.."},
      {"senders", ParamType::List, "(all other hosts)",
@@ -37,19 +46,22 @@ const ParamGroup kIncastParams{
      kStart,
      kDscp}};
 const ParamGroup kPermutationParams{
-    "traffic[type=permutation]", "permutation", "Random permutation",
-    {kType,
-     {"size", ParamType::Bytes, "", "message size per host", "fabtwin"},
-     kStart,
-     kDscp}};
+    "traffic[type=permutation]",
+    "permutation",
+    "Random permutation",
+    {kType, {"size", ParamType::Bytes, "", "message size per host", "fabtwin"}, kStart, kDscp}};
 const ParamGroup kAllToAllParams{
-    "traffic[type=all_to_all]", "all_to_all", "All-to-all",
+    "traffic[type=all_to_all]",
+    "all_to_all",
+    "All-to-all",
     {kType,
      {"size", ParamType::Bytes, "", "message size per ordered host pair", "fabtwin"},
      kStart,
      kDscp}};
 const ParamGroup kPoissonParams{
-    "traffic[type=poisson]", "poisson", "Poisson arrivals, sizes from a flow-size CDF",
+    "traffic[type=poisson]",
+    "poisson",
+    "Poisson arrivals, sizes from a flow-size CDF",
     {kType,
      {"cdf", ParamType::Text, "\"websearch\"",
       "flow-size distribution: websearch, datamining, fb-hadoop, alistorage-2019, "
@@ -92,7 +104,9 @@ void explicit_flows(ParamReader& r, Context& c) {
     ParamReader f(list[i], r.path_of("flows") + "[" + std::to_string(i) + "]", kFlowEntryParams);
     const int src = read_host(f, "src", c.topology);
     const int dst = read_host(f, "dst", c.topology);
-    if (src == dst) throw ScenarioError(f.path_of("dst"), "expected a host other than src, found " + std::to_string(dst));
+    if (src == dst)
+      throw ScenarioError(f.path_of("dst"),
+                          "expected a host other than src, found " + std::to_string(dst));
     const Bytes size = f.bytes("size");
     add_flow(c, src, dst, size, f.time("start"), static_cast<int>(f.integer("dscp")));
     f.finish();
@@ -109,8 +123,9 @@ void incast(ParamReader& r, Context& c) {
   } else if (s.is_number_integer()) {
     const int64_t n = s.get<int64_t>();
     if (n < 1 || n > hosts - 1) {
-      throw ScenarioError(r.path_of("senders"), "expected a sender count 1.." +
-                                                    std::to_string(hosts - 1) + ", found " + json_text(s));
+      throw ScenarioError(
+          r.path_of("senders"),
+          "expected a sender count 1.." + std::to_string(hosts - 1) + ", found " + json_text(s));
     }
     for (int k = 1; k <= n; ++k) senders.push_back((receiver + k) % hosts);
   } else if (s.is_array()) {
@@ -124,7 +139,8 @@ void incast(ParamReader& r, Context& c) {
       senders.push_back(s[i].get<int>());
     }
   } else {
-    throw ScenarioError(r.path_of("senders"), "expected a count or a list of hosts, found " + json_text(s));
+    throw ScenarioError(r.path_of("senders"),
+                        "expected a count or a list of hosts, found " + json_text(s));
   }
   const Bytes size = r.bytes("size");
   const Time start = r.time("start");
@@ -199,9 +215,9 @@ void poisson(ParamReader& r, Context& c, const std::filesystem::path& scenario_d
 }  // namespace
 
 const std::vector<const ParamGroup*>& traffic_param_groups() {
-  static const std::vector<const ParamGroup*> groups{&kFlowsParams,       &kFlowEntryParams,
-                                                     &kIncastParams,      &kPermutationParams,
-                                                     &kAllToAllParams,    &kPoissonParams};
+  static const std::vector<const ParamGroup*> groups{&kFlowsParams,    &kFlowEntryParams,
+                                                     &kIncastParams,   &kPermutationParams,
+                                                     &kAllToAllParams, &kPoissonParams};
   return groups;
 }
 
@@ -217,8 +233,10 @@ std::vector<FlowSpec> generate_traffic(const nlohmann::json& scenario, const Top
     const std::string path = "traffic[" + std::to_string(i) + "]";
     const nlohmann::json& g = list[i];
     if (!g.is_object() || !g.contains("type") || !g["type"].is_string()) {
-      throw ScenarioError(path, "expected an object with a \"type\" (flows, incast, permutation, "
-                                "all_to_all, poisson), found " + json_text(g));
+      throw ScenarioError(path,
+                          "expected an object with a \"type\" (flows, incast, permutation, "
+                          "all_to_all, poisson), found " +
+                              json_text(g));
     }
     const std::string type = g["type"].get<std::string>();
     // Generator i draws from stream 2^40 + i, apart from every component's stream.
@@ -230,8 +248,10 @@ std::vector<FlowSpec> generate_traffic(const nlohmann::json& scenario, const Top
                               : type == "poisson"     ? &kPoissonParams
                                                       : nullptr;
     if (!group) {
-      throw ScenarioError(path + ".type", "expected one of flows, incast, permutation, all_to_all, "
-                                          "poisson, found " + json_text(g["type"]));
+      throw ScenarioError(path + ".type",
+                          "expected one of flows, incast, permutation, all_to_all, "
+                          "poisson, found " +
+                              json_text(g["type"]));
     }
     ParamReader r(g, path, *group);
     r.choice("type");

@@ -29,7 +29,9 @@ struct Event {
 constexpr unsigned __int128 order_of(const Event& e) {
   return (static_cast<unsigned __int128>(static_cast<uint64_t>(e.time.ps)) << 64) | e.key;
 }
-constexpr bool comes_before(const Event& a, const Event& b) { return order_of(a) < order_of(b); }
+constexpr bool comes_before(const Event& a, const Event& b) {
+  return order_of(a) < order_of(b);
+}
 
 // comes_before as a function object, so that sorts and searches inline it.
 struct EventOrder {
@@ -40,8 +42,14 @@ constexpr uint64_t make_event_key(ComponentId source, uint64_t sequence) {
   return (uint64_t{source} << kSequenceBits) | (sequence & kSequenceMask);
 }
 
-constexpr uint32_t make_kind(uint32_t handler, uint32_t index) { return handler | (index << 8); }
-constexpr uint32_t kind_handler(uint32_t kind) { return kind & 0xFF; }
-constexpr uint32_t kind_index(uint32_t kind) { return kind >> 8; }
+constexpr uint32_t make_kind(uint32_t handler, uint32_t index) {
+  return handler | (index << 8);
+}
+constexpr uint32_t kind_handler(uint32_t kind) {
+  return kind & 0xFF;
+}
+constexpr uint32_t kind_index(uint32_t kind) {
+  return kind >> 8;
+}
 
 }  // namespace fabtwin

@@ -16,8 +16,8 @@ hid_t checked(hid_t id, const std::string& what) {
 
 Hdf5File::Hdf5File(const std::string& path) {
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);  // errors are reported by exceptions instead
-  file_ = checked(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT),
-                  "creating " + path);
+  file_ =
+      checked(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), "creating " + path);
 }
 
 Hdf5File::~Hdf5File() {

@@ -12,16 +12,26 @@ std::string json_text(const nlohmann::json& j) {
 
 std::string param_type_name(ParamType t) {
   switch (t) {
-    case ParamType::Time: return "time";
-    case ParamType::Bytes: return "size";
-    case ParamType::Rate: return "rate";
-    case ParamType::Integer: return "integer";
-    case ParamType::Probability: return "probability";
-    case ParamType::Factor: return "factor";
-    case ParamType::Boolean: return "boolean";
-    case ParamType::Choice: return "choice";
-    case ParamType::Text: return "text";
-    case ParamType::List: return "list";
+    case ParamType::Time:
+      return "time";
+    case ParamType::Bytes:
+      return "size";
+    case ParamType::Rate:
+      return "rate";
+    case ParamType::Integer:
+      return "integer";
+    case ParamType::Probability:
+      return "probability";
+    case ParamType::Factor:
+      return "factor";
+    case ParamType::Boolean:
+      return "boolean";
+    case ParamType::Choice:
+      return "choice";
+    case ParamType::Text:
+      return "text";
+    case ParamType::List:
+      return "list";
   }
   return "?";
 }
@@ -61,8 +71,8 @@ namespace {
 template <typename F>
 auto parse_quantity(const nlohmann::json& v, const std::string& path, F parse) {
   if (!v.is_string()) {
-    throw ScenarioError(path, "expected a quantity written as text with its unit, found " +
-                                  json_text(v));
+    throw ScenarioError(path,
+                        "expected a quantity written as text with its unit, found " + json_text(v));
   }
   try {
     return parse(v.get<std::string>());
@@ -93,8 +103,8 @@ int64_t ParamReader::integer(const std::string& key) {
     const int64_t lo = std::stoll(range.substr(0, dots));
     const std::string hi_text = range.substr(dots + 2);
     if (x < lo || (!hi_text.empty() && x > std::stoll(hi_text))) {
-      throw ScenarioError(path_of(key), "expected an integer in " + range + ", found " +
-                                            json_text(v));
+      throw ScenarioError(path_of(key),
+                          "expected an integer in " + range + ", found " + json_text(v));
     }
   }
   return x;
@@ -105,8 +115,8 @@ double ParamReader::probability(const std::string& key) {
   if (v.is_number()) {
     const double x = v.get<double>();
     if (x < 0 || x > 1) {
-      throw ScenarioError(path_of(key), "expected a probability between 0 and 1, found " +
-                                            json_text(v));
+      throw ScenarioError(path_of(key),
+                          "expected a probability between 0 and 1, found " + json_text(v));
     }
     return x;
   }
@@ -115,7 +125,8 @@ double ParamReader::probability(const std::string& key) {
 
 bool ParamReader::boolean(const std::string& key) {
   const nlohmann::json v = value(key);
-  if (!v.is_boolean()) throw ScenarioError(path_of(key), "expected true or false, found " + json_text(v));
+  if (!v.is_boolean())
+    throw ScenarioError(path_of(key), "expected true or false, found " + json_text(v));
   return v.get<bool>();
 }
 
@@ -160,8 +171,8 @@ void ParamReader::finish() const {
       known += (known.empty() ? "" : ", ") + p.key;
     }
     if (declared) {
-      throw ScenarioError(path_of(key), "this key does not apply to this configuration, found " +
-                                            json_text(v));
+      throw ScenarioError(path_of(key),
+                          "this key does not apply to this configuration, found " + json_text(v));
     }
     throw ScenarioError(path_of(key), "unknown key; this section takes: " + known);
   }

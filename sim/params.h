@@ -12,7 +12,18 @@
 
 namespace fabtwin {
 
-enum class ParamType { Time, Bytes, Rate, Integer, Probability, Factor, Boolean, Choice, Text, List };
+enum class ParamType {
+  Time,
+  Bytes,
+  Rate,
+  Integer,
+  Probability,
+  Factor,
+  Boolean,
+  Choice,
+  Text,
+  List
+};
 
 struct Param {
   std::string key;

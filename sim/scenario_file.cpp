@@ -46,8 +46,8 @@ nlohmann::json load_with_extends(const std::filesystem::path& file,
   const auto canonical = std::filesystem::weakly_canonical(file);
   for (const auto& seen : chain) {
     if (seen == canonical) {
-      throw ScenarioError("extends", "the files extend each other in a cycle through " +
-                                         file.string());
+      throw ScenarioError("extends",
+                          "the files extend each other in a cycle through " + file.string());
     }
   }
   chain.push_back(canonical);
@@ -58,8 +58,8 @@ nlohmann::json load_with_extends(const std::filesystem::path& file,
   if (!doc.contains("extends")) return doc;
   const nlohmann::json ext = doc["extends"];
   if (!ext.is_string()) {
-    throw ScenarioError("extends", "expected the path of another scenario file, found " +
-                                       json_text(ext));
+    throw ScenarioError("extends",
+                        "expected the path of another scenario file, found " + json_text(ext));
   }
   doc.erase("extends");
   nlohmann::json base = load_with_extends(file.parent_path() / ext.get<std::string>(), chain);

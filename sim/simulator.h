@@ -11,8 +11,8 @@
 namespace fabtwin {
 
 struct RunCounters {
-  uint64_t events = 0;     // events processed
-  Time last_event_time{};  // time of the last processed event
+  uint64_t events = 0;       // events processed
+  Time last_event_time{};    // time of the last processed event
   bool reached_end = false;  // stopped at the end time with foreground work still pending
 };
 
@@ -57,13 +57,19 @@ class Simulator {
   std::vector<std::unique_ptr<Component>> components_;
 };
 
-inline Time Component::now() const { return sim_->now(); }
+inline Time Component::now() const {
+  return sim_->now();
+}
 
 inline void Component::schedule(Time at, ComponentId target, uint32_t kind, uint64_t data) {
   sim_->schedule(Event{at, make_event_key(id_, sequence_++), target, kind, data});
 }
 
-inline void Component::hold_work() { sim_->hold_work(); }
-inline void Component::release_work() { sim_->release_work(); }
+inline void Component::hold_work() {
+  sim_->hold_work();
+}
+inline void Component::release_work() {
+  sim_->release_work();
+}
 
 }  // namespace fabtwin

@@ -18,7 +18,9 @@ struct UnitScale {
   int64_t factor;  // base units per one of this unit
 };
 
-std::string quoted(std::string_view text) { return "\"" + std::string(text) + "\""; }
+std::string quoted(std::string_view text) {
+  return "\"" + std::string(text) + "\"";
+}
 
 // Splits "12.5 Gbps" into a decimal number and the unit text; throws on anything else.
 std::pair<Decimal, std::string_view> split_number(std::string_view text, const char* what) {
@@ -30,7 +32,8 @@ std::pair<Decimal, std::string_view> split_number(std::string_view text, const c
     if (c >= '0' && c <= '9') {
       digits = true;
       if (d.mantissa > static_cast<__int128>(1) << 100) {
-        throw UnitError("expected " + std::string(what) + ", found " + quoted(text) + " (too large)");
+        throw UnitError("expected " + std::string(what) + ", found " + quoted(text) +
+                        " (too large)");
       }
       d.mantissa = d.mantissa * 10 + (c - '0');
       if (point) ++d.decimals;
@@ -141,11 +144,9 @@ double parse_probability(std::string_view text) {
 
 std::string format_time(Time t) {
   if (t.ps < 0) return "-" + format_time({-t.ps});
-  return with_unit(t.ps, {{"s", 1000'000'000'000},
-                          {"ms", 1000'000'000},
-                          {"us", 1000'000},
-                          {"ns", 1000},
-                          {"ps", 1}});
+  return with_unit(
+      t.ps,
+      {{"s", 1000'000'000'000}, {"ms", 1000'000'000}, {"us", 1000'000}, {"ns", 1000}, {"ps", 1}});
 }
 
 std::string format_bytes(Bytes b) {

@@ -25,10 +25,18 @@ struct Time {
   double seconds() const { return static_cast<double>(ps) * 1e-12; }
 };
 
-constexpr Time picoseconds(int64_t v) { return {v}; }
-constexpr Time nanoseconds(int64_t v) { return {v * 1000}; }
-constexpr Time microseconds(int64_t v) { return {v * 1000 * 1000}; }
-constexpr Time milliseconds(int64_t v) { return {v * 1000 * 1000 * 1000}; }
+constexpr Time picoseconds(int64_t v) {
+  return {v};
+}
+constexpr Time nanoseconds(int64_t v) {
+  return {v * 1000};
+}
+constexpr Time microseconds(int64_t v) {
+  return {v * 1000 * 1000};
+}
+constexpr Time milliseconds(int64_t v) {
+  return {v * 1000 * 1000 * 1000};
+}
 
 // A size in bytes.
 struct Bytes {

@@ -22,8 +22,12 @@ DcqcnConfig connectx() {
   return c;
 }
 constexpr double kLine = 100e9;
-double rate_of(const DcqcnReactionPoint& rp) { return static_cast<double>(rp.rate().bps); }
-double target_of(const DcqcnReactionPoint& rp, Time t) { return static_cast<double>(rp.state(t).target.bps); }
+double rate_of(const DcqcnReactionPoint& rp) {
+  return static_cast<double>(rp.rate().bps);
+}
+double target_of(const DcqcnReactionPoint& rp, Time t) {
+  return static_cast<double>(rp.state(t).target.bps);
+}
 }  // namespace
 
 TEST_CASE("a CNP cuts R_C by alpha/2 after alpha's EWMA step, and sets R_T = R_C", "[dcqcn]") {
@@ -56,7 +60,8 @@ TEST_CASE("alpha decays by (1 - g) for each K without a CNP", "[dcqcn]") {
   CHECK(rp.state(microseconds(175)).alpha == Approx(a * (1 - g)));
 }
 
-TEST_CASE("fast recovery halves the distance to R_T for F timer periods, then R_T grows by R_AI", "[dcqcn]") {
+TEST_CASE("fast recovery halves the distance to R_T for F timer periods, then R_T grows by R_AI",
+          "[dcqcn]") {
   const DcqcnConfig c = paper();
   DcqcnReactionPoint rp(c, BitsPerSec{100'000'000'000});
   rp.on_cnp(Time{0});
@@ -115,7 +120,8 @@ TEST_CASE("the rate never falls below rpg_min_rate and recovers to exactly line 
   CHECK(rp.next_timer() == Time::max());  // idle once recovered: no timer events
 }
 
-TEST_CASE("ConnectX: one cut per monitor period, each cut keeping at least min_dec_fac", "[dcqcn]") {
+TEST_CASE("ConnectX: one cut per monitor period, each cut keeping at least min_dec_fac",
+          "[dcqcn]") {
   const DcqcnConfig c = connectx();
   CHECK(c.g() == Approx(5.0 / 1024));
   DcqcnReactionPoint rp(c, BitsPerSec{100'000'000'000});
@@ -142,27 +148,35 @@ TEST_CASE("ConnectX alpha is updated every period, rising in periods with a CNP"
   DcqcnReactionPoint rp(c, BitsPerSec{100'000'000'000});
   const double a0 = 1023.0 / 1024;
   rp.on_cnp(Time{0});
-  CHECK(rp.state(Time{500'000}).alpha == Approx(a0));                   // within the period
-  CHECK(rp.state(microseconds(1)).alpha == Approx((1 - g) * a0 + g));   // period had a CNP
+  CHECK(rp.state(Time{500'000}).alpha == Approx(a0));                  // within the period
+  CHECK(rp.state(microseconds(1)).alpha == Approx((1 - g) * a0 + g));  // period had a CNP
   CHECK(rp.state(microseconds(11)).alpha == Approx(((1 - g) * a0 + g) * std::pow(1 - g, 10)));
 }
 
 TEST_CASE("profiles and overrides are read with their knob names", "[dcqcn][scenario]") {
   DcqcnConfig c;
-  const nlohmann::json s = {{"nic", {{"cc", {{"algorithm", "dcqcn"}, {"profile", "connectx"},
-                                             {"rpg_ai_rate", "20Mbps"}, {"dce_tcp_g", 1000}}}}}};
+  const nlohmann::json s = {{"nic",
+                             {{"cc",
+                               {{"algorithm", "dcqcn"},
+                                {"profile", "connectx"},
+                                {"rpg_ai_rate", "20Mbps"},
+                                {"dce_tcp_g", 1000}}}}}};
   REQUIRE(read_dcqcn_config(s, c));
   CHECK(c.rpg_ai_rate.bps == 20'000'000);
   CHECK(c.dce_tcp_g == 1000);
   CHECK(c.rpg_time_reset == microseconds(300));
   CHECK_FALSE(read_dcqcn_config({{"nic", {{"cc", {{"algorithm", "none"}}}}}}, c));
-  CHECK_THROWS_WITH(read_dcqcn_config({{"nic", {{"cc", {{"algorithm", "dcqcn"}, {"rpg_ai_rat", "1Mbps"}}}}}}, c),
-                    Catch::Contains("at nic.cc.rpg_ai_rat") && Catch::Contains("unknown key"));
-  CHECK_THROWS_WITH(read_dcqcn_config({{"nic", {{"cc", {{"algorithm", "dcqcn"}, {"rpg_time_reset", "0us"}}}}}}, c),
-                    Catch::Contains("at nic.cc.rpg_time_reset") && Catch::Contains("positive"));
+  CHECK_THROWS_WITH(
+      read_dcqcn_config({{"nic", {{"cc", {{"algorithm", "dcqcn"}, {"rpg_ai_rat", "1Mbps"}}}}}}, c),
+      Catch::Contains("at nic.cc.rpg_ai_rat") && Catch::Contains("unknown key"));
+  CHECK_THROWS_WITH(
+      read_dcqcn_config({{"nic", {{"cc", {{"algorithm", "dcqcn"}, {"rpg_time_reset", "0us"}}}}}},
+                        c),
+      Catch::Contains("at nic.cc.rpg_time_reset") && Catch::Contains("positive"));
 }
 
-TEST_CASE("the notification point sends at most one CNP per queue pair per interval", "[dcqcn][run]") {
+TEST_CASE("the notification point sends at most one CNP per queue pair per interval",
+          "[dcqcn][run]") {
   const nlohmann::json scenario = {
       {"topology", {{"type", "star"}, {"hosts", 9}}},
       {"fabric", {{"link", {{"rate", "100Gbps"}, {"delay", "1us"}}}}},

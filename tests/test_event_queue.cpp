@@ -1,6 +1,6 @@
 // Event order: one total order on (time, key), the same from the calendar queue and the heap.
-#include "test_support.h"
 #include <vector>
+#include "test_support.h"
 
 #include "sim/event_queue.h"
 #include "sim/simulator.h"
@@ -29,11 +29,21 @@ TEST_CASE("the calendar queue pops exactly the heap's order", "[events]") {
   auto push_random = [&] {
     int64_t delay = 0;
     switch (rng.below(5)) {
-      case 0: delay = 0; break;                                      // same time
-      case 1: delay = static_cast<int64_t>(rng.below(3000)); break;  // same bucket
-      case 2: delay = static_cast<int64_t>(rng.below(2'000'000)); break;
-      case 3: delay = static_cast<int64_t>(rng.below(100'000'000)); break;    // past the wheel
-      default: delay = static_cast<int64_t>(rng.below(5'000'000'000)); break;  // far future
+      case 0:
+        delay = 0;
+        break;  // same time
+      case 1:
+        delay = static_cast<int64_t>(rng.below(3000));
+        break;  // same bucket
+      case 2:
+        delay = static_cast<int64_t>(rng.below(2'000'000));
+        break;
+      case 3:
+        delay = static_cast<int64_t>(rng.below(100'000'000));
+        break;  // past the wheel
+      default:
+        delay = static_cast<int64_t>(rng.below(5'000'000'000));
+        break;  // far future
     }
     const Event e{now + Time{delay}, make_event_key(static_cast<ComponentId>(rng.below(50)), seq++),
                   0, 0, seq};

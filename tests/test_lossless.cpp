@@ -105,7 +105,8 @@ TEST_CASE("N congested queues settle at the dynamic threshold's alpha B / (1 + a
       }
       const double expected = alpha * 4e6 / (1 + alpha * n);
       INFO("alpha " << alpha << ", N " << n);
-      for (int64_t q : queue) CHECK(static_cast<double>(q) == Approx(expected).margin(1'000 * (1 + alpha)));
+      for (int64_t q : queue)
+        CHECK(static_cast<double>(q) == Approx(expected).margin(1'000 * (1 + alpha)));
     }
   }
 }
@@ -141,7 +142,8 @@ RunResult run_scenario(const nlohmann::json& scenario) {
 
 nlohmann::json incast_16(const nlohmann::json& traffic, const std::string& buffer) {
   return {{"topology", {{"type", "star"}, {"hosts", 17}}},
-          {"fabric", {{"link", {{"rate", "100Gbps"}, {"delay", "1us"}}}, {"switch", {{"buffer", buffer}}}}},
+          {"fabric",
+           {{"link", {{"rate", "100Gbps"}, {"delay", "1us"}}}, {"switch", {{"buffer", buffer}}}}},
           {"nic", {{"ack_timeout", "200us"}}},
           {"traffic", traffic},
           {"run", {{"end", "1s"}}}};
@@ -194,7 +196,8 @@ TEST_CASE("too little headroom overflows and is counted at the ingress", "[pfc][
 }
 
 TEST_CASE("ECN marks appear only when a queue passes Kmin", "[ecn][run]") {
-  const nlohmann::json traffic = {{{"type", "incast"}, {"receiver", 0}, {"senders", 4}, {"size", "1MB"}}};
+  const nlohmann::json traffic = {
+      {{"type", "incast"}, {"receiver", 0}, {"senders", 4}, {"size", "1MB"}}};
   nlohmann::json s = incast_16(traffic, "32MB");
   s["fabric"]["ecn"] = {{"kmin", "40MB"}, {"kmax", "50MB"}};  // never reached
   int64_t marks = 0;
@@ -215,8 +218,10 @@ TEST_CASE("ECN marks appear only when a queue passes Kmin", "[ecn][run]") {
   CHECK(marks == 0);
 }
 
-TEST_CASE("a receiver that drains slower than its link pauses the switch, losslessly", "[pfc][run]") {
-  nlohmann::json s = incast_16({{{"type", "flows"}, {"flows", {{{"src", 1}, {"dst", 0}, {"size", "20MB"}}}}}}, "4MB");
+TEST_CASE("a receiver that drains slower than its link pauses the switch, losslessly",
+          "[pfc][run]") {
+  nlohmann::json s = incast_16(
+      {{{"type", "flows"}, {"flows", {{{"src", 1}, {"dst", 0}, {"size", "20MB"}}}}}}, "4MB");
   s["nic"]["rx_drain_rate"] = "50Gbps";
   const RunResult r = run_scenario(s);
   REQUIRE(r.flows.at(0).completed);

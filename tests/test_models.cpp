@@ -1,8 +1,8 @@
 // Models driven alone: the switch between stub hosts, routing tables, topology builders,
 // traffic generators and flow-size distributions.
-#include "test_support.h"
 #include <map>
 #include <set>
+#include "test_support.h"
 
 #include "models/flow_size_cdf.h"
 #include "models/pfc.h"
@@ -145,7 +145,8 @@ TEST_CASE("a lossy queue past its egress threshold drops and counts it at the eg
   const int frame = roce::data_frame(1000, false);
   // No reserve, alpha 1: one congested queue may hold half the free buffer, about 10 frames.
   StarBench b(StarBench::config_with(
-      {{"switch", {{"buffer", std::to_string(20 * frame) + "B"}, {"reserve", "0B"}, {"egress_alpha", "1"}}},
+      {{"switch",
+        {{"buffer", std::to_string(20 * frame) + "B"}, {"reserve", "0B"}, {"egress_alpha", "1"}}},
        {"pfc", {{"enabled", false}}}}));
   for (uint32_t i = 0; i < 30; ++i) {
     b.hosts[0]->send(b.packet(0, 1, i, 1000, 1));
@@ -183,12 +184,12 @@ TEST_CASE("egress queues are served in strict priority", "[switch]") {
 TEST_CASE("topology builders wire the published shapes", "[topology]") {
   const Topology ft = build_fat_tree(8, parse_rate("100Gbps"), parse_time("1us"));
   CHECK(ft.hosts == 128);
-  CHECK(ft.nodes.size() == 128 + 80);   // 5k^2/4 switches
-  CHECK(ft.links.size() == 3 * 128);    // k^3/4 links per tier
+  CHECK(ft.nodes.size() == 128 + 80);  // 5k^2/4 switches
+  CHECK(ft.links.size() == 3 * 128);   // k^3/4 links per tier
   for (const TopologyNode& n : ft.nodes) CHECK(n.ports == (n.kind == NodeKind::Host ? 1 : 8));
 
-  const Topology ls = build_leaf_spine(4, 2, 8, parse_rate("100Gbps"), parse_rate("100Gbps"),
-                                       parse_time("1us"));
+  const Topology ls =
+      build_leaf_spine(4, 2, 8, parse_rate("100Gbps"), parse_rate("100Gbps"), parse_time("1us"));
   CHECK(ls.hosts == 32);
   CHECK(ls.links.size() == 32 + 8);
   CHECK(ls.oversubscription == Approx(4.0));
@@ -225,8 +226,10 @@ TEST_CASE("a host that cannot reach another is a scenario error", "[routing]") {
 
 namespace {
 std::vector<FlowSpec> traffic(const std::string& generator, int hosts = 16, uint64_t seed = 1) {
-  const nlohmann::json scenario = {{"traffic", nlohmann::json::array({nlohmann::json::parse(generator)})}};
-  return generate_traffic(scenario, build_star(hosts, parse_rate("100Gbps"), parse_time("1us")), seed, ".");
+  const nlohmann::json scenario = {
+      {"traffic", nlohmann::json::array({nlohmann::json::parse(generator)})}};
+  return generate_traffic(scenario, build_star(hosts, parse_rate("100Gbps"), parse_time("1us")),
+                          seed, ".");
 }
 }  // namespace
 
@@ -241,10 +244,12 @@ TEST_CASE("traffic generators make the flows they promise", "[traffic]") {
   CHECK(dsts.size() == 16);  // a permutation: every host receives exactly once
   std::vector<int> dst1, dst2;
   for (const FlowSpec& f : perm) dst1.push_back(f.dst);
-  for (const FlowSpec& f : traffic(R"({"type": "permutation", "size": "1MB"})", 16, 2)) dst2.push_back(f.dst);
+  for (const FlowSpec& f : traffic(R"({"type": "permutation", "size": "1MB"})", 16, 2))
+    dst2.push_back(f.dst);
   CHECK(dst1 != dst2);  // another seed, another permutation
 
-  const auto incast = traffic(R"({"type": "incast", "receiver": 5, "senders": 3, "size": "64KiB", "start": "2us"})");
+  const auto incast = traffic(
+      R"({"type": "incast", "receiver": 5, "senders": 3, "size": "64KiB", "start": "2us"})");
   REQUIRE(incast.size() == 3);
   for (const FlowSpec& f : incast) {
     CHECK(f.dst == 5);
@@ -280,9 +285,11 @@ TEST_CASE("flow-size CDFs: mean, sampling, and bad files", "[traffic]") {
   CHECK(sum / n == Approx(cdf.mean()).epsilon(0.02));
   const FlowSizeCdf two = FlowSizeCdf::from_points({{0, 0}, {100, 50}, {300, 100}});
   CHECK(two.mean() == Approx(0.5 * 50 + 0.5 * 200));
-  for (const char* name : {"websearch", "datamining", "fb-hadoop", "alistorage-2019", "google-rpc-2008"}) {
+  for (const char* name :
+       {"websearch", "datamining", "fb-hadoop", "alistorage-2019", "google-rpc-2008"}) {
     CHECK_NOTHROW(FlowSizeCdf::load(shipped_cdf_dir() / (std::string(name) + ".txt")));
   }
-  CHECK_THROWS_WITH(FlowSizeCdf::from_points({{0, 0}, {100, 60}, {50, 100}}), Catch::Contains("must not decrease"));
+  CHECK_THROWS_WITH(FlowSizeCdf::from_points({{0, 0}, {100, 60}, {50, 100}}),
+                    Catch::Contains("must not decrease"));
   CHECK_THROWS_WITH(FlowSizeCdf::from_points({{0, 0}, {100, 60}}), Catch::Contains("100 percent"));
 }

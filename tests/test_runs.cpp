@@ -1,9 +1,9 @@
 // Whole-fabric runs: analytic single-flow timing, fair sharing, loss recovery, determinism,
 // and golden regression runs.
-#include "test_support.h"
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include "test_support.h"
 
 #include "models/fabric.h"
 #include "sim/cli/report.h"
@@ -36,8 +36,10 @@ nlohmann::json star(int hosts, const nlohmann::json& traffic) {
 
 TEST_CASE("a single flow's completion time is exactly the store-and-forward arithmetic", "[run]") {
   const int packets = 100;
-  const RunResult r = run_json(star(2, {{{"type", "flows"},
-                                         {"flows", {{{"src", 0}, {"dst", 1}, {"size", std::to_string(packets * 4096) + "B"}}}}}}));
+  const RunResult r = run_json(star(
+      2,
+      {{{"type", "flows"},
+        {"flows", {{{"src", 0}, {"dst", 1}, {"size", std::to_string(packets * 4096) + "B"}}}}}}));
   REQUIRE(r.flows.size() == 1);
   REQUIRE(r.flows[0].completed);
   const BitsPerSec rate = parse_rate("100Gbps");
@@ -55,8 +57,8 @@ TEST_CASE("a single flow's completion time is exactly the store-and-forward arit
 }
 
 TEST_CASE("a long flow's goodput is the line rate less the RoCEv2 framing", "[run]") {
-  const RunResult r = run_json(star(2, {{{"type", "flows"},
-                                         {"flows", {{{"src", 0}, {"dst", 1}, {"size", "100MB"}}}}}}));
+  const RunResult r = run_json(
+      star(2, {{{"type", "flows"}, {"flows", {{{"src", 0}, {"dst", 1}, {"size", "100MB"}}}}}}));
   REQUIRE(r.flows[0].completed);
   const double analytic = 100e9 * 4096.0 / (4096 + roce::kHeaderBytes + roce::kWireGapBytes);
   CHECK(analytic == Approx(98.04e9).epsilon(1e-4));  // REFERENCES.md 4.3
@@ -65,8 +67,9 @@ TEST_CASE("a long flow's goodput is the line rate less the RoCEv2 framing", "[ru
 
 TEST_CASE("flows sharing one bottleneck get equal shares and fill it", "[run]") {
   const int n = 4;
-  const RunResult r = run_json(star(n + 1, {{{"type", "incast"}, {"receiver", 0}, {"size", "4MB"}}}),
-                               {"fabric.switch.buffer=64MB"});
+  const RunResult r =
+      run_json(star(n + 1, {{{"type", "incast"}, {"receiver", 0}, {"size", "4MB"}}}),
+               {"fabric.switch.buffer=64MB"});
   REQUIRE(r.flows.size() == n);
   std::vector<double> goodput;
   Time last{};
@@ -100,9 +103,11 @@ TEST_CASE("losses from a small buffer are recovered go-back-N", "[run]") {
   CHECK_FALSE(r.reached_end);
 }
 
-TEST_CASE("the same seed gives the same results and another seed different ones", "[run][determinism]") {
+TEST_CASE("the same seed gives the same results and another seed different ones",
+          "[run][determinism]") {
   const std::vector<std::string> sets = {"run.end=300us"};
-  const auto scenario = load_scenario(fs::path(FABTWIN_SOURCE_DIR) / "scenarios/default.json", sets);
+  const auto scenario =
+      load_scenario(fs::path(FABTWIN_SOURCE_DIR) / "scenarios/default.json", sets);
   auto report = [](const ScenarioDocument& doc) {
     Fabric fabric(doc);
     const RunResult r = fabric.run();
@@ -129,7 +134,8 @@ TEST_CASE("golden regression runs reproduce their stored results", "[run][golden
     if (entry.path().extension() != ".json") continue;
     nlohmann::json golden = nlohmann::json::parse(std::ifstream(entry.path()));
     std::vector<std::string> sets = golden.value("set", std::vector<std::string>{});
-    Fabric fabric(load_scenario(fs::path(FABTWIN_SOURCE_DIR) / golden["scenario"].get<std::string>(), sets));
+    Fabric fabric(
+        load_scenario(fs::path(FABTWIN_SOURCE_DIR) / golden["scenario"].get<std::string>(), sets));
     const RunResult r = fabric.run();
     const RunFigures f = run_figures(r);
     const nlohmann::json now = {{"fingerprint", hex64(r.fingerprint)},

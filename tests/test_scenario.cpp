@@ -59,7 +59,8 @@ TEST_CASE("an extends cycle is refused", "[scenario]") {
   CHECK_THROWS_WITH(load_scenario(kData / "cycle_a.json"), Catch::Contains("cycle"));
 }
 
-TEST_CASE("overrides (--set) replace values, arrays by index, and creates missing objects", "[scenario]") {
+TEST_CASE("overrides (--set) replace values, arrays by index, and creates missing objects",
+          "[scenario]") {
   nlohmann::json j = nlohmann::json::parse(kValid);
   apply_override(j, "fabric.link.rate=25Gbps");
   apply_override(j, "traffic[0].flows[0].dst=3");
@@ -84,7 +85,8 @@ TEST_CASE("malformed scenarios are answered by their specific error", "[scenario
       {{"fabrik={}"}, {"at fabrik", "unknown section"}},
       {{"fabric.link.rat=1"}, {"at fabric.link.rat", "unknown key", "rate, delay"}},
       {{"fabric.link.rate=100G"}, {"at fabric.link.rate", "Gbps", "\"100G\""}},
-      {{"fabric.link.delay=1"}, {"at fabric.link.delay", "written as text with its unit", "found 1"}},
+      {{"fabric.link.delay=1"},
+       {"at fabric.link.delay", "written as text with its unit", "found 1"}},
       {{"fabric.link.delay=-5us"}, {"at fabric.link.delay", "negative"}},
       {{"topology.type=torus"}, {"at topology.type", "star,leaf_spine,fat_tree", "torus"}},
       {{"topology.hosts=1"}, {"at topology.hosts", "2..65536", "found 1"}},
@@ -108,14 +110,17 @@ TEST_CASE("malformed scenarios are answered by their specific error", "[scenario
       {{"fabric.switch.buffer=100KB"}, {"at fabric.switch.buffer", "sets aside", "found 100KB"}},
       {{"fabric.ecn.kmin=300KB"}, {"at fabric.ecn.kmin", "kmin <= kmax", "300KB"}},
       {{"fabric.ecn.by_rate={\"100G\":{}}"}, {"at fabric.ecn.by_rate.100G", "Gbps"}},
-      {{"fabric.ecn.by_rate={\"100Gbps\":{\"kmin\":\"1KB\"}}"}, {"at fabric.ecn.by_rate.100Gbps.kmax", "required"}},
-      {{"fabric.pfc.lossless_priorities=[3,9]"}, {"at fabric.pfc.lossless_priorities[1]", "priority 0..7", "9"}},
+      {{"fabric.ecn.by_rate={\"100Gbps\":{\"kmin\":\"1KB\"}}"},
+       {"at fabric.ecn.by_rate.100Gbps.kmax", "required"}},
+      {{"fabric.pfc.lossless_priorities=[3,9]"},
+       {"at fabric.pfc.lossless_priorities[1]", "priority 0..7", "9"}},
       {{"fabric.pfc.pause_quanta=70000"}, {"at fabric.pfc.pause_quanta", "1..65535"}},
       {{"fabric.pfc.refresh_interval=soon"}, {"at fabric.pfc.refresh_interval", "\"auto\" or"}},
       {{"fabric.switch.alpha=-2"}, {"at fabric.switch.alpha", "positive factor"}},
       {{"fabric.switch.headroom=lots"}, {"at fabric.switch.headroom", "\"auto\" or"}},
       {{"fabric.switch.threshold=fixed"}, {"at fabric.switch.threshold", "dynamic,static"}},
-      {{"fabric.qos.dscp_to_priority={\"64\":1}"}, {"at fabric.qos.dscp_to_priority.64", "DSCP 0..63"}},
+      {{"fabric.qos.dscp_to_priority={\"64\":1}"},
+       {"at fabric.qos.dscp_to_priority.64", "DSCP 0..63"}},
       {{"fabric.qos.weights=[1,2]"}, {"at fabric.qos.weights", "8 weights"}},
       {{"fabric.pfc.enable=true"}, {"at fabric.pfc.enable", "unknown key"}},
       {{"traffic[0].flows[0].dscp=70"}, {"at traffic[0].flows[0].dscp", "0..63"}},
@@ -132,8 +137,8 @@ TEST_CASE("malformed scenarios are answered by their specific error", "[scenario
 
 TEST_CASE("a file that is not JSON is reported with its line and column", "[scenario]") {
   const fs::path bad = write_temp("bad.json", "{\n  \"run\": {\"end\": \"1ms\",}\n}\n");
-  CHECK_THROWS_WITH(load_scenario(bad), Catch::Contains("bad.json:2:") &&
-                                            Catch::Contains("not valid JSON"));
+  CHECK_THROWS_WITH(load_scenario(bad),
+                    Catch::Contains("bad.json:2:") && Catch::Contains("not valid JSON"));
   CHECK_THROWS_WITH(load_scenario(kData / "no-such-file.json"), Catch::Contains("cannot open"));
 }
 

@@ -69,7 +69,8 @@ TEST_CASE("RoCEv2 framing adds 82 bytes to a middle packet on the wire", "[units
   CHECK(roce::data_frame(1000, false) == 1062);
   CHECK(roce::data_frame(1000, true) == 1078);  // RETH on the first packet
   // 4096 B payload + 62 B headers + 20 B preamble and gap at 100 Gb/s.
-  CHECK(roce::wire_time(roce::data_frame(4096, false), parse_rate("100Gbps")).ps == (4096 + 82) * 80);
+  CHECK(roce::wire_time(roce::data_frame(4096, false), parse_rate("100Gbps")).ps ==
+        (4096 + 82) * 80);
   // Frames shorter than 64 B are padded.
   CHECK(roce::wire_time(roce::ack_frame(), parse_rate("100Gbps")).ps == (66 + 20) * 80);
   CHECK(roce::wire_time(10, parse_rate("100Gbps")).ps == (64 + 20) * 80);

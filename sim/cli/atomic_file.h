@@ -2,10 +2,10 @@
 // so a crash or a kill never leaves a truncated file that looks valid.
 #pragma once
 
+#include <unistd.h>
 #include <filesystem>
 #include <functional>
 #include <string>
-#include <unistd.h>
 
 namespace fabtwin {
 

@@ -87,7 +87,8 @@ int command_bench(const std::vector<std::string>& args) {
   std::printf("data packets/s      %.1f k\n", f.data_packets_per_second / 1e3);
   std::printf("peak memory         %.1f MB (process RSS; %.1f MB before building the fabric)\n",
               peak_rss_mb(), rss_before);
-  std::printf("packet pool         %lld packets (peak in use)\n", static_cast<long long>(r.peak_packets_in_pool));
+  std::printf("packet pool         %lld packets (peak in use)\n",
+              static_cast<long long>(r.peak_packets_in_pool));
   std::printf("fingerprint         %s\n", hex64(r.fingerprint).c_str());
   return 0;
 }

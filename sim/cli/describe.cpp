@@ -38,8 +38,12 @@ nlohmann::json quantity_schema(const char* units, const char* example) {
 nlohmann::json param_schema(const Param& p) {
   nlohmann::json s;
   switch (p.type) {
-    case ParamType::Time: s = quantity_schema("ps|ns|us|\u00b5s|ms|s", "1.5us"); break;
-    case ParamType::Bytes: s = quantity_schema("B|KB|MB|GB|KiB|MiB|GiB", "64KiB"); break;
+    case ParamType::Time:
+      s = quantity_schema("ps|ns|us|\u00b5s|ms|s", "1.5us");
+      break;
+    case ParamType::Bytes:
+      s = quantity_schema("B|KB|MB|GB|KiB|MiB|GiB", "64KiB");
+      break;
     case ParamType::Rate:
       s = quantity_schema("bps|Kbps|Mbps|Gbps|Tbps|b/s|Kb/s|Mb/s|Gb/s|Tb/s", "100Gbps");
       break;
@@ -61,10 +65,18 @@ nlohmann::json param_schema(const Param& p) {
             {{{"type", "number"}, {"exclusiveMinimum", 0}},
              {{"type", "string"}, {"pattern", "^[0-9]+(\\.[0-9]+)?(/[0-9]+(\\.[0-9]+)?)?$"}}}}};
       break;
-    case ParamType::Boolean: s = {{"type", "boolean"}}; break;
-    case ParamType::Choice: s = {{"enum", split(p.choices, '|')}}; break;
-    case ParamType::Text: s = {{"type", "string"}}; break;
-    case ParamType::List: s = nlohmann::json::object(); break;
+    case ParamType::Boolean:
+      s = {{"type", "boolean"}};
+      break;
+    case ParamType::Choice:
+      s = {{"enum", split(p.choices, '|')}};
+      break;
+    case ParamType::Text:
+      s = {{"type", "string"}};
+      break;
+    case ParamType::List:
+      s = nlohmann::json::object();
+      break;
   }
   s["description"] = p.help + ". Default: " + default_text(p) + ". Source: " + p.source + ".";
   return s;
@@ -123,8 +135,9 @@ nlohmann::json scenario_json_schema(const std::vector<const ParamGroup*>& groups
   props["extends"] = {{"type", "string"},
                       {"description", "another scenario file this one extends (relative path)"}};
   props["description"] = {{"type", "string"}, {"description", "what the scenario is for"}};
-  props["$schema"] = {{"type", "string"},
-                      {"description", "path or URL of this schema, for editors; ignored by fabtwin"}};
+  props["$schema"] = {
+      {"type", "string"},
+      {"description", "path or URL of this schema, for editors; ignored by fabtwin"}};
   nlohmann::json generators = nlohmann::json::array();
   nlohmann::json flow_entry;
   for (const ParamGroup* g : groups) {
@@ -155,8 +168,8 @@ nlohmann::json scenario_json_schema(const std::vector<const ParamGroup*>& groups
       gen["properties"]["flows"] = {{"type", "array"}, {"items", flow_entry}};
     }
   }
-  props["traffic"] = {{"type", "array"}, {"description", "traffic generators"},
-                      {"items", {{"oneOf", generators}}}};
+  props["traffic"] = {
+      {"type", "array"}, {"description", "traffic generators"}, {"items", {{"oneOf", generators}}}};
   return schema;
 }
 

@@ -72,7 +72,10 @@ void copy_name(char (&dst)[kNameLength], const std::string& src) {
   std::memcpy(dst, src.data(), std::min(src.size(), kNameLength));
 }
 
-#define FIELD(Row, member, type) Hdf5Field{#member, offsetof(Row, member), type}
+#define FIELD(Row, member, type)         \
+  Hdf5Field {                            \
+#member, offsetof(Row, member), type \
+  }
 
 void write_contents(const RunResult& r, const std::filesystem::path& path) {
   Hdf5File h5(path.string());
@@ -95,24 +98,24 @@ void write_contents(const RunResult& r, const std::filesystem::path& path) {
   flows.reserve(r.flows.size());
   for (const FlowRecord& f : r.flows) {
     flows.push_back({f.spec.id, f.spec.src, f.spec.dst, f.spec.dscp, f.spec.size.count,
-                     f.spec.start.ps, f.completed ? f.finish.ps : -1,
-                     f.completed ? f.fct().ps : -1, f.completed ? f.goodput_bps() : 0.0,
-                     static_cast<uint8_t>(f.completed), f.bytes_received,
-                     f.last_byte_received.ps, f.packets_sent, f.packets_retransmitted, f.timeouts,
-                     f.cnps_sent, f.cnps_received, f.rate_cuts});
+                     f.spec.start.ps, f.completed ? f.finish.ps : -1, f.completed ? f.fct().ps : -1,
+                     f.completed ? f.goodput_bps() : 0.0, static_cast<uint8_t>(f.completed),
+                     f.bytes_received, f.last_byte_received.ps, f.packets_sent,
+                     f.packets_retransmitted, f.timeouts, f.cnps_sent, f.cnps_received,
+                     f.rate_cuts});
   }
   const hid_t i32 = H5T_NATIVE_INT32, i64 = H5T_NATIVE_INT64, u32 = H5T_NATIVE_UINT32,
               u8 = H5T_NATIVE_UINT8, f64 = H5T_NATIVE_DOUBLE;
-  h5.table("flows", flows,
-           {FIELD(FlowRow, id, u32), FIELD(FlowRow, src, i32), FIELD(FlowRow, dst, i32),
-            FIELD(FlowRow, dscp, i32), FIELD(FlowRow, size_bytes, i64),
-            FIELD(FlowRow, start_ps, i64), FIELD(FlowRow, finish_ps, i64),
-            FIELD(FlowRow, fct_ps, i64), FIELD(FlowRow, goodput_bps, f64),
-            FIELD(FlowRow, completed, u8), FIELD(FlowRow, bytes_received, i64),
-            FIELD(FlowRow, last_byte_ps, i64), FIELD(FlowRow, packets_sent, i64),
-            FIELD(FlowRow, packets_retransmitted, i64), FIELD(FlowRow, timeouts, i64),
-            FIELD(FlowRow, cnps_sent, i64), FIELD(FlowRow, cnps_received, i64),
-            FIELD(FlowRow, rate_cuts, i64)});
+  h5.table(
+      "flows", flows,
+      {FIELD(FlowRow, id, u32), FIELD(FlowRow, src, i32), FIELD(FlowRow, dst, i32),
+       FIELD(FlowRow, dscp, i32), FIELD(FlowRow, size_bytes, i64), FIELD(FlowRow, start_ps, i64),
+       FIELD(FlowRow, finish_ps, i64), FIELD(FlowRow, fct_ps, i64),
+       FIELD(FlowRow, goodput_bps, f64), FIELD(FlowRow, completed, u8),
+       FIELD(FlowRow, bytes_received, i64), FIELD(FlowRow, last_byte_ps, i64),
+       FIELD(FlowRow, packets_sent, i64), FIELD(FlowRow, packets_retransmitted, i64),
+       FIELD(FlowRow, timeouts, i64), FIELD(FlowRow, cnps_sent, i64),
+       FIELD(FlowRow, cnps_received, i64), FIELD(FlowRow, rate_cuts, i64)});
 
   std::vector<RateRow> rates;
   rates.reserve(r.rate_samples.size());
@@ -154,34 +157,35 @@ void write_contents(const RunResult& r, const std::filesystem::path& path) {
       priorities.push_back({static_cast<uint32_t>(i), static_cast<uint8_t>(prio), c.tx_packets,
                             c.tx_bytes, c.drops, c.drop_bytes, c.drops_egress, c.drops_headroom,
                             c.max_queue_bytes, c.ecn_marks, c.pause_sent, c.xon_sent,
-                            c.xoff_transitions, c.pause_received, c.xon_received,
-                            c.paused_time.ps, c.cnp_sent, c.cnp_received});
+                            c.xoff_transitions, c.pause_received, c.xon_received, c.paused_time.ps,
+                            c.cnp_sent, c.cnp_received});
     }
   }
   const hid_t name = h5.fixed_string(kNameLength);
-  h5.table("ports", ports,
-           {FIELD(PortRow, node, name), FIELD(PortRow, port, u32), FIELD(PortRow, peer, name),
-            FIELD(PortRow, is_switch, u8), FIELD(PortRow, rate_bps, i64),
-            FIELD(PortRow, busy_ps, i64), FIELD(PortRow, tx_packets, i64),
-            FIELD(PortRow, tx_bytes, i64), FIELD(PortRow, drops, i64),
-            FIELD(PortRow, max_queue_bytes, i64), FIELD(PortRow, pause_sent, i64),
-            FIELD(PortRow, pause_received, i64), FIELD(PortRow, paused_ps, i64),
-            FIELD(PortRow, ecn_marks, i64), FIELD(PortRow, drops_headroom, i64),
-            FIELD(PortRow, drops_egress, i64)});
-  h5.table("port_priority", priorities,
-           {FIELD(PortPriorityRow, port_index, u32), FIELD(PortPriorityRow, priority, u8),
-            FIELD(PortPriorityRow, tx_packets, i64), FIELD(PortPriorityRow, tx_bytes, i64),
-            FIELD(PortPriorityRow, drops, i64), FIELD(PortPriorityRow, drop_bytes, i64),
-            FIELD(PortPriorityRow, drops_egress, i64), FIELD(PortPriorityRow, drops_headroom, i64),
-            FIELD(PortPriorityRow, max_queue_bytes, i64), FIELD(PortPriorityRow, ecn_marks, i64),
-            FIELD(PortPriorityRow, pause_sent, i64), FIELD(PortPriorityRow, xon_sent, i64),
-            FIELD(PortPriorityRow, xoff_transitions, i64),
-            FIELD(PortPriorityRow, pause_received, i64), FIELD(PortPriorityRow, xon_received, i64),
-            FIELD(PortPriorityRow, paused_ps, i64), FIELD(PortPriorityRow, cnp_sent, i64),
-            FIELD(PortPriorityRow, cnp_received, i64)});
+  h5.table(
+      "ports", ports,
+      {FIELD(PortRow, node, name), FIELD(PortRow, port, u32), FIELD(PortRow, peer, name),
+       FIELD(PortRow, is_switch, u8), FIELD(PortRow, rate_bps, i64), FIELD(PortRow, busy_ps, i64),
+       FIELD(PortRow, tx_packets, i64), FIELD(PortRow, tx_bytes, i64), FIELD(PortRow, drops, i64),
+       FIELD(PortRow, max_queue_bytes, i64), FIELD(PortRow, pause_sent, i64),
+       FIELD(PortRow, pause_received, i64), FIELD(PortRow, paused_ps, i64),
+       FIELD(PortRow, ecn_marks, i64), FIELD(PortRow, drops_headroom, i64),
+       FIELD(PortRow, drops_egress, i64)});
+  h5.table(
+      "port_priority", priorities,
+      {FIELD(PortPriorityRow, port_index, u32), FIELD(PortPriorityRow, priority, u8),
+       FIELD(PortPriorityRow, tx_packets, i64), FIELD(PortPriorityRow, tx_bytes, i64),
+       FIELD(PortPriorityRow, drops, i64), FIELD(PortPriorityRow, drop_bytes, i64),
+       FIELD(PortPriorityRow, drops_egress, i64), FIELD(PortPriorityRow, drops_headroom, i64),
+       FIELD(PortPriorityRow, max_queue_bytes, i64), FIELD(PortPriorityRow, ecn_marks, i64),
+       FIELD(PortPriorityRow, pause_sent, i64), FIELD(PortPriorityRow, xon_sent, i64),
+       FIELD(PortPriorityRow, xoff_transitions, i64), FIELD(PortPriorityRow, pause_received, i64),
+       FIELD(PortPriorityRow, xon_received, i64), FIELD(PortPriorityRow, paused_ps, i64),
+       FIELD(PortPriorityRow, cnp_sent, i64), FIELD(PortPriorityRow, cnp_received, i64)});
 
   std::vector<PauseRow> pauses;
-  for (const PauseRecord& p : r.pauses) pauses.push_back({p.port, p.priority, p.start.ps, p.end.ps});
+  for (const PauseRecord& p : r.pauses)
+    pauses.push_back({p.port, p.priority, p.start.ps, p.end.ps});
   h5.table("pfc_pauses", pauses,
            {FIELD(PauseRow, port_index, u32), FIELD(PauseRow, priority, u8),
             FIELD(PauseRow, start_ps, i64), FIELD(PauseRow, end_ps, i64)});
@@ -202,7 +206,8 @@ void write_contents(const RunResult& r, const std::filesystem::path& path) {
             FIELD(BufferRow, shared_pool_bytes, i64), FIELD(BufferRow, headroom_bytes, i64),
             FIELD(BufferRow, max_used_bytes, i64), FIELD(BufferRow, headroom_overflows, i64)});
   std::vector<BufferSampleRow> occupancy;
-  for (const BufferSampleRecord& s : r.buffer_samples) occupancy.push_back({s.time.ps, s.buffer, s.bytes});
+  for (const BufferSampleRecord& s : r.buffer_samples)
+    occupancy.push_back({s.time.ps, s.buffer, s.bytes});
   h5.table("buffer_occupancy", occupancy,
            {FIELD(BufferSampleRow, time_ps, i64), FIELD(BufferSampleRow, buffer_index, u32),
             FIELD(BufferSampleRow, bytes, i64)});

@@ -41,7 +41,8 @@ Simulator::Progress progress_line(Time end) {
     if (t - last < std::chrono::milliseconds(500)) return;
     last = t;
     const double wall = std::chrono::duration<double>(t - start).count();
-    const double fraction = end.ps > 0 ? static_cast<double>(now.ps) / static_cast<double>(end.ps) : 0;
+    const double fraction =
+        end.ps > 0 ? static_cast<double>(now.ps) / static_cast<double>(end.ps) : 0;
     const double eta = fraction > 0 ? wall * (1 - fraction) / fraction : 0;
     std::fprintf(stderr, "\r  sim %s (%.1f%% of end)  %.2f M events/s  ETA %.0f s (at most)   ",
                  format_time(now).c_str(), 100 * fraction, static_cast<double>(events) / wall / 1e6,
@@ -53,10 +54,10 @@ int command_run(const std::vector<std::string>& args) {
   po::options_description opts("fabtwin run SCENARIO");
   std::vector<std::string> sets;
   std::string out, json;
-  opts.add_options()("help,h", "this help")(
-      "set", po::value(&sets)->composing(), "override a scenario value: path=value (repeatable)")(
-      "out", po::value(&out), "write an HDF5 result file")(
-      "json", po::value(&json), "write the summary numbers as JSON")(
+  opts.add_options()("help,h", "this help")("set", po::value(&sets)->composing(),
+                                            "override a scenario value: path=value (repeatable)")(
+      "out", po::value(&out), "write an HDF5 result file")("json", po::value(&json),
+                                                           "write the summary numbers as JSON")(
       "scenario", po::value<std::string>(), "scenario file");
   po::positional_options_description pos;
   pos.add("scenario", 1);

@@ -142,14 +142,13 @@ void print_summary(const RunResult& r, std::ostream& out) {
       << " packets (" << f.drops_egress << " lossy over the egress limit, " << f.drops_headroom
       << " lossless over the headroom)\n";
   out << "  pfc       " << f.pause_sent << " XOFF frames sent (" << f.xoff_transitions
-      << " XOFF transitions, " << f.xon_sent << " XON), " << f.pause_received
-      << " XOFF received; " << f.ports_paused << " egress ports paused, "
-      << time_text(f.paused_ps) << " in total\n";
+      << " XOFF transitions, " << f.xon_sent << " XON), " << f.pause_received << " XOFF received; "
+      << f.ports_paused << " egress ports paused, " << time_text(f.paused_ps) << " in total\n";
   out << "  ecn       " << f.ecn_marks << " packets marked CE\n";
   out << "  cc        " << r.congestion_control;
   if (r.congestion_control != "none") {
-    out << ": " << f.cnps_sent << " CNPs sent, " << f.cnps_received << " received, "
-        << f.rate_cuts << " rate cuts";
+    out << ": " << f.cnps_sent << " CNPs sent, " << f.cnps_received << " received, " << f.rate_cuts
+        << " rate cuts";
   }
   out << "\n";
   if (!f.peak_buffer_switch.empty()) {
@@ -198,11 +197,16 @@ nlohmann::json json_report(const RunResult& r) {
   j["last_event_time_ps"] = r.last_event_time.ps;
   j["reached_end"] = r.reached_end;
   j["topology"] = {{"type", r.topology}, {"hosts", r.hosts}, {"switches", r.switches}};
-  j["flows"] = {{"total", f.flows},          {"completed", f.completed},
-                {"fct_p50_ps", f.fct_p50_ps}, {"fct_p99_ps", f.fct_p99_ps},
-                {"fct_max_ps", f.fct_max_ps}, {"goodput_min_bps", f.goodput_min_bps},
-                {"packets_retransmitted", f.retransmitted}, {"timeouts", f.timeouts},
-                {"goodput_p50_bps", f.goodput_p50_bps}, {"goodput_max_bps", f.goodput_max_bps}};
+  j["flows"] = {{"total", f.flows},
+                {"completed", f.completed},
+                {"fct_p50_ps", f.fct_p50_ps},
+                {"fct_p99_ps", f.fct_p99_ps},
+                {"fct_max_ps", f.fct_max_ps},
+                {"goodput_min_bps", f.goodput_min_bps},
+                {"packets_retransmitted", f.retransmitted},
+                {"timeouts", f.timeouts},
+                {"goodput_p50_bps", f.goodput_p50_bps},
+                {"goodput_max_bps", f.goodput_max_bps}};
   nlohmann::json flows = nlohmann::json::array();
   for (const FlowRecord& fl : r.flows) {
     flows.push_back({{"id", fl.spec.id},
@@ -222,7 +226,8 @@ nlohmann::json json_report(const RunResult& r) {
   j["flow_records"] = std::move(flows);
   nlohmann::json ports = nlohmann::json::array();
   for (const PortRecord& p : r.ports) {
-    if (p.tx_packets() == 0 && p.drops() == 0 && p.total(&PriorityCounters::pause_sent) == 0) continue;
+    if (p.tx_packets() == 0 && p.drops() == 0 && p.total(&PriorityCounters::pause_sent) == 0)
+      continue;
     ports.push_back({{"node", p.node},
                      {"port", p.port},
                      {"peer", p.peer},

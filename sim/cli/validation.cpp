@@ -13,7 +13,9 @@ namespace fabtwin {
 namespace {
 
 const ParamGroup kCaseParams{
-    "validate case", "validate", "Validation case",
+    "validate case",
+    "validate",
+    "Validation case",
     {{"name", ParamType::Text, "", "case name", "fabtwin"},
      {"what", ParamType::Text, "", "what the case checks, in a sentence", "fabtwin"},
      {"scenario", ParamType::Text, "", "scenario file, relative to the case file", "fabtwin"},
@@ -39,7 +41,8 @@ double mean_queue(const nlohmann::json& metric, const RunResult& r) {
   for (uint32_t i = 0; i < r.ports.size(); ++i) {
     if (r.ports[i].node == node && r.ports[i].port == port) index = i;
   }
-  if (index == UINT32_MAX) throw ScenarioError("metric.port", "no port " + std::to_string(port) + " on " + node);
+  if (index == UINT32_MAX)
+    throw ScenarioError("metric.port", "no port " + std::to_string(port) + " on " + node);
   double sum = 0;
   int64_t n = 0;
   for (const QueueDepthSample& s : r.queue_samples) {
@@ -48,7 +51,9 @@ double mean_queue(const nlohmann::json& metric, const RunResult& r) {
       ++n;
     }
   }
-  if (n == 0) throw std::runtime_error("no queue samples of " + node + " port " + std::to_string(port) + " after " + format_time(after));
+  if (n == 0)
+    throw std::runtime_error("no queue samples of " + node + " port " + std::to_string(port) +
+                             " after " + format_time(after));
   return sum / static_cast<double>(n);
 }
 
@@ -95,7 +100,8 @@ int64_t flow_arg(const nlohmann::json& metric, const RunResult& r) {
   if (id < 0 || id >= static_cast<int64_t>(r.flows.size())) {
     throw ScenarioError("metric.flow", "no flow " + std::to_string(id) + " in the run");
   }
-  if (!r.flows[id].completed) throw std::runtime_error("flow " + std::to_string(id) + " did not complete");
+  if (!r.flows[id].completed)
+    throw std::runtime_error("flow " + std::to_string(id) + " did not complete");
   return id;
 }
 
@@ -110,7 +116,8 @@ double measure(const nlohmann::json& metric, const RunResult& r) {
   if (name == "rate_convergence_time_ps") return convergence_time(r);
   if (name == "port_utilization") {
     for (const PortRecord& p : r.ports) {
-      if (p.node == metric.at("node").get<std::string>() && p.port == metric.at("port").get<uint32_t>()) {
+      if (p.node == metric.at("node").get<std::string>() &&
+          p.port == metric.at("port").get<uint32_t>()) {
         return static_cast<double>(p.busy_time.ps) / static_cast<double>(r.last_event_time.ps);
       }
     }
@@ -149,7 +156,8 @@ double measure(const nlohmann::json& metric, const RunResult& r) {
   Time first = Time::max(), last{};
   double bits = 0;
   for (const FlowRecord& f : r.flows) {
-    if (!f.completed) throw std::runtime_error("flow " + std::to_string(f.spec.id) + " did not complete");
+    if (!f.completed)
+      throw std::runtime_error("flow " + std::to_string(f.spec.id) + " did not complete");
     goodput.push_back(f.goodput_bps());
     first = std::min(first, f.spec.start);
     last = std::max(last, f.finish);
@@ -157,8 +165,10 @@ double measure(const nlohmann::json& metric, const RunResult& r) {
   }
   if (name == "jain_index") return jain_index(goodput);
   if (name == "aggregate_goodput_bps") return bits / (last - first).seconds();
-  throw ScenarioError("metric.name", "expected flow_fct_ps, flow_goodput_bps, mean_max_queue_bytes, "
-                                     "jain_index or aggregate_goodput_bps, found \"" + name + "\"");
+  throw ScenarioError("metric.name",
+                      "expected flow_fct_ps, flow_goodput_bps, mean_max_queue_bytes, "
+                      "jain_index or aggregate_goodput_bps, found \"" +
+                          name + "\"");
 }
 
 // Analytic references, computed from the same scenario the simulation ran.
@@ -173,9 +183,11 @@ double analytic(const std::string& name, const nlohmann::json& metric, const Fab
     const FlowSpec& f = fabric.flows().at(static_cast<size_t>(metric.value("flow", 0)));
     const RoutingTable routing(topo);
     const int hops = routing.distance(f.src, f.dst);
-    const Time data = roce::wire_time(roce::data_frame(static_cast<int>(f.size.count), true), host_link.rate);
+    const Time data =
+        roce::wire_time(roce::data_frame(static_cast<int>(f.size.count), true), host_link.rate);
     const Time ack = roce::wire_time(roce::ack_frame(), host_link.rate);
-    return static_cast<double>(((data + host_link.delay) * hops + (ack + host_link.delay) * hops).ps);
+    return static_cast<double>(
+        ((data + host_link.delay) * hops + (ack + host_link.delay) * hops).ps);
   }
   if (name == "roce_goodput") {
     // Line rate times payload over (payload + RoCEv2 headers + preamble and inter-frame gap).
@@ -215,12 +227,16 @@ double analytic(const std::string& name, const nlohmann::json& metric, const Fab
     p.rate_ai_bps = static_cast<double>(cc.rpg_ai_rate.bps);
     return dcqcn_fixed_point(p).queue_bytes;
   }
-  throw ScenarioError("reference.analytic", "expected single_packet_round_trip, roce_goodput, "
-                                            "dynamic_threshold_steady_state or "
-                                            "dcqcn_fixed_point_queue, found \"" + name + "\"");
+  throw ScenarioError("reference.analytic",
+                      "expected single_packet_round_trip, roce_goodput, "
+                      "dynamic_threshold_steady_state or "
+                      "dcqcn_fixed_point_queue, found \"" +
+                          name + "\"");
 }
 
-std::filesystem::path cases_dir() { return std::filesystem::path(FABTWIN_SOURCE_DIR) / "validate"; }
+std::filesystem::path cases_dir() {
+  return std::filesystem::path(FABTWIN_SOURCE_DIR) / "validate";
+}
 
 }  // namespace
 
@@ -252,10 +268,13 @@ ValidationOutcome run_validation_case(const std::filesystem::path& case_file) {
   o.metric = metric.at("name").get<std::string>();
   o.simulated = measure(metric, result);
   if (metric.value("ratio_to_baseline", false)) {
-    if (!baseline.is_object()) throw ScenarioError("baseline", "ratio_to_baseline needs a baseline run");
+    if (!baseline.is_object())
+      throw ScenarioError("baseline", "ratio_to_baseline needs a baseline run");
     std::vector<std::string> base_sets = sets;
-    for (const auto& s : baseline.value("set", nlohmann::json::array())) base_sets.push_back(s.get<std::string>());
-    Fabric base(load_scenario(case_file.parent_path() / c["scenario"].get<std::string>(), base_sets));
+    for (const auto& s : baseline.value("set", nlohmann::json::array()))
+      base_sets.push_back(s.get<std::string>());
+    Fabric base(
+        load_scenario(case_file.parent_path() / c["scenario"].get<std::string>(), base_sets));
     const RunResult base_result = base.run();
     const double base_value = measure(metric, base_result);
     o.extras.push_back({o.metric + " (baseline)", base_value});
@@ -266,9 +285,9 @@ ValidationOutcome run_validation_case(const std::filesystem::path& case_file) {
   for (const auto& extra : report.is_array() ? report : nlohmann::json::array()) {
     o.extras.push_back({extra.at("name").get<std::string>(), measure(extra, result)});
   }
-  o.reference = reference.contains("analytic")
-                    ? analytic(reference["analytic"].get<std::string>(), metric, fabric, doc.root, result)
-                    : reference.at("value").get<double>();
+  o.reference = reference.contains("analytic") ? analytic(reference["analytic"].get<std::string>(),
+                                                          metric, fabric, doc.root, result)
+                                               : reference.at("value").get<double>();
   o.source = reference.value("source", "");
   if (tolerance.contains("at_most") || tolerance.contains("at_least")) {
     o.bound = tolerance.contains("at_most") ? "at_most" : "at_least";
@@ -278,7 +297,8 @@ ValidationOutcome run_validation_case(const std::filesystem::path& case_file) {
     return o;
   }
   o.relative = tolerance.contains("relative");
-  o.tolerance = o.relative ? tolerance["relative"].get<double>() : tolerance.at("absolute").get<double>();
+  o.tolerance =
+      o.relative ? tolerance["relative"].get<double>() : tolerance.at("absolute").get<double>();
   const double diff = std::abs(o.simulated - o.reference);
   o.error = o.relative ? diff / std::abs(o.reference) : diff;
   o.passed = o.error <= o.tolerance;
@@ -304,8 +324,8 @@ int command_validate(const std::vector<std::string>& args) {
     const ValidationOutcome o = run_validation_case(f);
     failed += o.passed ? 0 : 1;
     if (o.bound.empty()) {
-      std::printf("%-24s %-22s %16.6g %16.6g %9.4f%s %9.4f%s  %s\n", o.name.c_str(), o.metric.c_str(),
-                  o.reference, o.simulated, o.relative ? 100 * o.error : o.error,
+      std::printf("%-24s %-22s %16.6g %16.6g %9.4f%s %9.4f%s  %s\n", o.name.c_str(),
+                  o.metric.c_str(), o.reference, o.simulated, o.relative ? 100 * o.error : o.error,
                   o.relative ? "%" : " ", o.relative ? 100 * o.tolerance : o.tolerance,
                   o.relative ? "%" : " ", o.passed ? "pass" : "FAIL");
     } else {
@@ -313,7 +333,8 @@ int command_validate(const std::vector<std::string>& args) {
                   o.reference, o.simulated, "", o.bound == "at_most" ? "<= ref" : ">= ref",
                   o.passed ? "pass" : "FAIL");
     }
-    for (const auto& [label, value] : o.extras) std::printf("%26s %s = %.6g\n", "", label.c_str(), value);
+    for (const auto& [label, value] : o.extras)
+      std::printf("%26s %s = %.6g\n", "", label.c_str(), value);
   }
   std::printf("%zu passed, %d failed\n", files.size() - failed, failed);
   return failed == 0 ? 0 : 1;

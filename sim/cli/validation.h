@@ -12,10 +12,10 @@ struct ValidationOutcome {
   std::string metric;
   double reference = 0;
   double simulated = 0;
-  double error = 0;      // relative unless the case's tolerance is absolute
+  double error = 0;  // relative unless the case's tolerance is absolute
   double tolerance = 0;
   bool relative = true;
-  std::string bound;     // "at_most" / "at_least": one-sided, else two-sided
+  std::string bound;  // "at_most" / "at_least": one-sided, else two-sided
   bool passed = false;
   std::string source;
   std::vector<std::pair<std::string, double>> extras;  // also measured, not judged
