@@ -1,6 +1,7 @@
 #include "models/fabric.h"
 
 #include <chrono>
+#include <thread>
 #include <set>
 
 #include "models/traffic.h"
@@ -17,6 +18,10 @@ const ParamGroup kRunParams{
          "simulated time limit; a run also stops as soon as no traffic is left", "fabtwin"},
         {"seed", ParamType::Integer, "1",
          "seed of every random stream (ECMP source ports, traffic generators)", "fabtwin", "0.."},
+        {"threads", ParamType::Integer, "0",
+         "threads (partitions of the fabric) to simulate on; 0 = every hardware thread. Results "
+         "are identical for any number (--threads overrides)",
+         "fabtwin", "0..1024"},
     }};
 const ParamGroup kOutputParams{
     "output",
@@ -73,11 +78,12 @@ RunConfig Fabric::read_run_config(const nlohmann::json& scenario) {
   RunConfig c;
   c.end = r.time("end");
   c.seed = static_cast<uint64_t>(r.integer("seed"));
+  c.threads = static_cast<int>(r.integer("threads"));
   r.finish();
   return c;
 }
 
-Fabric::Fabric(const ScenarioDocument& doc) {
+Fabric::Fabric(const ScenarioDocument& doc, int threads) {
   const nlohmann::json& root = doc.root;
   for (const auto& [key, value] : root.items()) {
     if (!kSections.count(key)) {
@@ -92,6 +98,8 @@ Fabric::Fabric(const ScenarioDocument& doc) {
   scenario_text_ = root.dump(2);
   scenario_file_ = doc.file.string();
   run_ = read_run_config(root);
+  if (threads > 0) run_.threads = threads;
+  if (run_.threads == 0) run_.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 
   ParamReader fabric(section(root, "fabric"), "fabric", kFabricParams);
   for (const char* key : {"link", "switch", "pfc", "ecn", "qos"}) fabric.raw(key);
@@ -119,19 +127,27 @@ Fabric::Fabric(const ScenarioDocument& doc) {
   routing_ = std::make_unique<RoutingTable>(topology_);
   flows_ = generate_traffic(root, topology_, run_.seed, doc.dir);
 
+  partitioning_ = partition_fabric(topology_, run_.threads);
+  for (uint32_t p = 0; p < partitioning_.partitions; ++p) {
+    pools_.emplace_back(static_cast<uint16_t>(p), partitioning_.partitions);
+  }
   sim_ = std::make_unique<Simulator>(run_.seed);
   for (int v = 0; v < static_cast<int>(topology_.nodes.size()); ++v) {
     const TopologyNode& node = topology_.nodes[v];
     if (node.kind == NodeKind::Host) {
-      auto nic = std::make_unique<HostNic>(node.name, pool_, v, nic_config);
+      PacketPool& pool = pools_[partitioning_.partition_of[v]];
+      auto nic = std::make_unique<HostNic>(node.name, pool, v, nic_config);
       nics_.push_back(nic.get());
       sim_->add(std::move(nic));
     } else {
-      auto sw = std::make_unique<Switch>(node.name, pool_, *routing_, v, switch_config);
+      PacketPool& pool = pools_[partitioning_.partition_of[v]];
+      auto sw = std::make_unique<Switch>(node.name, pool, *routing_, v, switch_config);
       switches_.push_back(sw.get());
       sim_->add(std::move(sw));
     }
   }
+  sim_->set_partitions(partitioning_.partition_of, partitioning_.lookahead);
+  sim_->set_between_windows([this] { PacketPool::return_packets(pools_); });
   auto node_ports = [&](int v) -> std::vector<EgressPort>& {
     auto& c = static_cast<NetworkNode&>(sim_->component(static_cast<ComponentId>(v)));
     return c.ports();
@@ -161,7 +177,7 @@ Fabric::Fabric(const ScenarioDocument& doc) {
 
 RunResult Fabric::run(const Simulator::Progress& progress) {
   const auto wall_start = std::chrono::steady_clock::now();
-  const RunCounters counters = sim_->run(run_.end, progress);
+  const RunCounters counters = sim_->run(run_.end, progress, run_.threads);
   const auto wall_end = std::chrono::steady_clock::now();
   for (size_t v = 0; v < topology_.nodes.size(); ++v) {
     static_cast<NetworkNode&>(sim_->component(static_cast<ComponentId>(v)))
@@ -178,7 +194,10 @@ RunResult Fabric::run(const Simulator::Progress& progress) {
   r.last_event_time = counters.last_event_time;
   r.reached_end = counters.reached_end;
   r.wall_seconds = std::chrono::duration<double>(wall_end - wall_start).count();
-  r.peak_packets_in_pool = pool_.capacity();
+  PacketPool::return_packets(pools_);
+  for (const PacketPool& pool : pools_) r.peak_packets_in_pool += pool.capacity();
+  r.partitions = static_cast<int>(partitioning_.partitions);
+  r.threads = run_.threads;
   r.topology = topology_.kind;
   r.hosts = topology_.hosts;
   r.switches = static_cast<int>(switches_.size());

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "models/host_nic.h"
+#include "models/partitioning.h"
 #include "models/routing.h"
 #include "models/run_result.h"
 #include "models/switch.h"
@@ -19,17 +20,20 @@ namespace fabtwin {
 struct RunConfig {
   Time end{};
   uint64_t seed = 1;
+  int threads = 0;  // 0: every hardware thread
 };
 
 class Fabric {
  public:
-  explicit Fabric(const ScenarioDocument& scenario);
+  // `threads` > 0 overrides run.threads.
+  explicit Fabric(const ScenarioDocument& scenario, int threads = 0);
 
   RunResult run(const Simulator::Progress& progress = {});
 
   const Topology& topology() const { return topology_; }
   const std::vector<FlowSpec>& flows() const { return flows_; }
   const RunConfig& run_config() const { return run_; }
+  const FabricPartitioning& partitioning() const { return partitioning_; }
 
   static RunConfig read_run_config(const nlohmann::json& scenario);
 
@@ -39,7 +43,8 @@ class Fabric {
   RunConfig run_;
   Topology topology_;
   std::unique_ptr<RoutingTable> routing_;
-  PacketPool pool_;
+  FabricPartitioning partitioning_;
+  std::vector<PacketPool> pools_;  // one per partition
   std::unique_ptr<Simulator> sim_;
   std::vector<HostNic*> nics_;
   std::vector<Switch*> switches_;

@@ -210,6 +210,7 @@ void HostNic::on_timer(const Event& e) {
       break;
     }
     case kRateSample:
+      sample_events_.emplace_back(order_of(e), rate_samples_.size());
       for (const SendQp& qp : send_qps_) {
         if (qp.started && !qp.done)
           rate_samples_.push_back({now(), qp.flow.id, qp.cc->state(now())});
@@ -236,6 +237,13 @@ void HostNic::go_back_to(SendQp& qp, uint32_t psn) {
   if (psn < qp.next_psn) qp.record.packets_retransmitted += qp.next_psn - psn;
   qp.next_psn = psn;
   activate(static_cast<uint32_t>(&qp - send_qps_.data()));
+}
+
+void HostNic::discard_background_after(unsigned __int128 stop) {
+  while (!sample_events_.empty() && sample_events_.back().first > stop) {
+    rate_samples_.resize(sample_events_.back().second);
+    sample_events_.pop_back();
+  }
 }
 
 void HostNic::on_transmit_done(uint32_t) {

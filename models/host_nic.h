@@ -55,6 +55,7 @@ class HostNic final : public NetworkNode {
   void collect(std::vector<FlowRecord>& records) const;
   int64_t data_packets_sent() const { return data_packets_sent_; }
   const std::vector<RateSample>& rate_samples() const { return rate_samples_; }
+  void discard_background_after(unsigned __int128 stop) override;
 
   static const ParamGroup& params();
   static NicConfig read_config(const nlohmann::json& scenario);
@@ -143,6 +144,7 @@ class HostNic final : public NetworkNode {
   uint8_t rx_pausing_ = 0;      // bit p: this NIC has XOFF'ed priority p upstream
   bool rx_refresh_scheduled_ = false;
   std::vector<RateSample> rate_samples_;
+  std::vector<std::pair<unsigned __int128, size_t>> sample_events_;  // for undoing
   int64_t data_packets_sent_ = 0;
 };
 

@@ -12,4 +12,13 @@ void PacketPool::grow() {
   capacity_ += kChunk;
 }
 
+void PacketPool::return_packets(std::vector<PacketPool>& pools) {
+  for (PacketPool& from : pools) {
+    for (size_t home = 0; home < from.returns_.size(); ++home) {
+      for (Packet* p : from.returns_[home]) pools[home].release(p);
+      from.returns_[home].clear();
+    }
+  }
+}
+
 }  // namespace fabtwin

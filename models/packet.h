@@ -31,32 +31,47 @@ struct Packet {
   uint8_t dscp = 0;
   Ecn ecn = Ecn::NotEct;
   uint16_t ingress_port = 0;  // set by a switch on arrival
+  uint16_t home = 0;           // the pool (partition) it belongs to
   Time sent{};                // when the NIC put it on the wire
   Packet* next_free = nullptr;
 };
 
 // Packets are recycled through a free list; chunks are never returned until the pool dies,
-// so steady state allocates nothing per packet.
+// so steady state allocates nothing per packet. Each partition has its own pool; a packet that
+// ends its life in another partition waits in a return box until the next window boundary,
+// when return_packets() hands it back to its home pool.
 class PacketPool {
  public:
+  explicit PacketPool(uint16_t index = 0, size_t pools = 1) : index_(index), returns_(pools) {}
+
   Packet* acquire() {
     if (!free_) grow();
     Packet* p = free_;
     free_ = p->next_free;
     *p = Packet{};
+    p->home = index_;
     ++in_use_;
     return p;
   }
   void release(Packet* p) {
+    if (p->home != index_) {
+      returns_[p->home].push_back(p);
+      return;
+    }
     p->next_free = free_;
     free_ = p;
     --in_use_;
   }
+  // Between windows only: moves the packets other pools released back to their homes.
+  static void return_packets(std::vector<PacketPool>& pools);
+
   int64_t in_use() const { return in_use_; }
   int64_t capacity() const { return capacity_; }
 
  private:
   void grow();
+  uint16_t index_;
+  std::vector<std::vector<Packet*>> returns_;  // [home pool]
   static constexpr size_t kChunk = 4096;
   std::vector<std::unique_ptr<Packet[]>> chunks_;
   Packet* free_ = nullptr;

@@ -126,6 +126,14 @@ void Switch::start_transmission(uint32_t port_index) {
   if (port.has_backlog()) request_transmit_done(port_index);
 }
 
+void Switch::discard_background_after(unsigned __int128 stop) {
+  while (!sample_events_.empty() && std::get<0>(sample_events_.back()) > stop) {
+    samples_.resize(std::get<1>(sample_events_.back()));
+    buffer_samples_.resize(std::get<2>(sample_events_.back()));
+    sample_events_.pop_back();
+  }
+}
+
 Time Switch::refresh_interval(uint32_t port) const {
   if (!config_.auto_refresh) return config_.pause_refresh;
   const Time half = pfc::pause_duration(config_.pause_quanta, ports_[port].rate);
@@ -183,6 +191,7 @@ void Switch::on_timer(const Event& e) {
       break;
     }
     case kSample:
+      sample_events_.emplace_back(order_of(e), samples_.size(), buffer_samples_.size());
       for (uint32_t i = 0; i < ports_.size(); ++i) {
         samples_.push_back({now(), i, ports_[i].queued_bytes()});
       }

@@ -5,6 +5,7 @@
 // mark ECN (RED) at dequeue or enqueue.
 #pragma once
 
+#include <tuple>
 #include <vector>
 
 #include "models/network_node.h"
@@ -38,6 +39,7 @@ class Switch final : public NetworkNode {
   int64_t headroom_overflows() const;
   const std::vector<QueueSample>& queue_samples() const { return samples_; }
   const std::vector<BufferSample>& buffer_samples() const { return buffer_samples_; }
+  void discard_background_after(unsigned __int128 stop) override;
 
  protected:
   void on_arrival(uint32_t port, Packet* p) override;
@@ -66,6 +68,8 @@ class Switch final : public NetworkNode {
   std::vector<bool> refresh_scheduled_;
   std::vector<QueueSample> samples_;
   std::vector<BufferSample> buffer_samples_;
+  // (order of the sampling event, sizes of the two sample lists before it), for undoing.
+  std::vector<std::tuple<unsigned __int128, size_t, size_t>> sample_events_;
 };
 
 }  // namespace fabtwin

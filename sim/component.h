@@ -11,6 +11,7 @@
 namespace fabtwin {
 
 class Simulator;
+struct Partition;
 
 // Handlers 0..127 are foreground work; 128..255 are background (sampling timers and the like):
 // a run stops once only background events remain.
@@ -28,8 +29,12 @@ class Component {
 
   const std::string& name() const { return name_; }
   ComponentId id() const { return id_; }
-  // Rolling hash of every event this component has processed.
+  // Rolling hash of every foreground event this component has processed.
   uint64_t fingerprint() const { return fingerprint_; }
+
+  // The run stopped at the event ordered `stop` (see order_of), but this component's partition
+  // may have run background events past it: undo what they recorded (samples).
+  virtual void discard_background_after(unsigned __int128 stop) {}
 
  protected:
   Time now() const;
@@ -46,7 +51,7 @@ class Component {
  private:
   friend class Simulator;
   std::string name_;
-  Simulator* sim_ = nullptr;
+  Partition* partition_ = nullptr;
   ComponentId id_ = 0;
   uint64_t sequence_ = 0;
   uint64_t fingerprint_ = 0;

@@ -1,46 +1,156 @@
 #include "sim/simulator.h"
 
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 namespace fabtwin {
+
+Simulator::Simulator(uint64_t seed) : seed_(seed) { set_partitions({}, Time::max()); }
 
 ComponentId Simulator::add(std::unique_ptr<Component> component) {
   if (components_.size() >= kMaxComponents) throw std::length_error("too many components");
   const auto id = static_cast<ComponentId>(components_.size());
-  component->sim_ = this;
+  component->partition_ = partitions_[0].get();
   component->id_ = id;
   component->rng_ = Rng(seed_, id);
   components_.push_back(std::move(component));
+  partition_of_.push_back(0);
   return id;
 }
 
-RunCounters Simulator::run(Time end, const Progress& progress) {
+void Simulator::set_partitions(const std::vector<uint32_t>& partition_of, Time lookahead) {
+  for (const auto& p : partitions_) {
+    if (!p->queue.empty()) throw std::logic_error("partitions must be set before events are scheduled");
+  }
+  uint32_t count = 1;
+  for (uint32_t p : partition_of) count = std::max(count, p + 1);
+  partitions_.clear();
+  for (uint32_t i = 0; i < count; ++i) {
+    auto p = std::make_unique<Partition>();
+    p->index = i;
+    p->partition_of = &partition_of_;
+    p->outbox.resize(count);
+    partitions_.push_back(std::move(p));
+  }
+  partition_of_ = partition_of;
+  partition_of_.resize(components_.size(), 0);
+  for (size_t id = 0; id < components_.size(); ++id) {
+    components_[id]->partition_ = partitions_[partition_of_[id]].get();
+  }
+  lookahead_ = count > 1 ? lookahead : Time::max();
+}
+
+void Simulator::deliver_mail() {
+  for (auto& from : partitions_) {
+    for (size_t to = 0; to < from->outbox.size(); ++to) {
+      for (const Event& e : from->outbox[to]) partitions_[to]->push_local(e);
+      from->outbox[to].clear();
+    }
+  }
+}
+
+void Simulator::run_window(Partition& p, Time window_end, Time end, bool alone, uint64_t budget) {
+  if (!alone) p.window_background.clear();
+  for (uint64_t done = 0; done < budget && !p.queue.empty(); ++done) {
+    // Alone, a partition knows the global state and stops exactly where the work runs out;
+    // among others it runs to the window's end and the surplus is undone afterwards.
+    if (alone && p.foreground == 0 && p.held == 0) break;
+    const Event& top = p.queue.top();
+    if (top.time >= window_end || top.time > end) break;
+    const Event e = p.queue.pop();
+    if (e.time < p.now) {
+      throw std::logic_error("time went back: event at " + std::to_string(e.time.ps) +
+                             " ps after " + std::to_string(p.now.ps) + " ps");
+    }
+    p.now = e.time;
+    Component& c = *components_[e.target];
+    if (kind_handler(e.kind) < kBackgroundHandler) {
+      --p.foreground;
+      p.last_foreground = order_of(e);
+      // Rolling hash of (time, key, kind): cheap multiply-rotate, order sensitive.
+      const uint64_t h = static_cast<uint64_t>(e.time.ps) * 0x9E3779B97F4A7C15ULL ^
+                         e.key * 0xC2B2AE3D27D4EB4FULL ^ e.kind;
+      c.fingerprint_ = (c.fingerprint_ ^ h) * 0xFF51AFD7ED558CCDULL;
+      c.fingerprint_ ^= c.fingerprint_ >> 29;
+    } else if (!alone) {
+      p.window_background.emplace_back(order_of(e), &c);
+    }
+    p.last_event_time = e.time;
+    c.handle(e);
+    ++p.events;
+  }
+}
+
+RunCounters Simulator::run(Time end, const Progress& progress, int threads) {
   RunCounters counters;
-  constexpr uint64_t kProgressEvery = 1 << 18;
-  while (!queue_.empty() && (foreground_pending_ > 0 || work_held_ > 0)) {
-    if (queue_.top().time > end) {
+  const bool alone = partitions_.size() == 1;
+  // Never ask TBB for more threads than the machine has: partitions then share them.
+  const int hardware = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  tbb::task_arena arena(std::clamp(threads, 1, hardware));
+  bool stopped_by_work = false;
+  for (;;) {
+    deliver_mail();
+    if (between_windows_) between_windows_();
+    uint64_t foreground = 0;
+    int64_t held = 0;
+    Time next = Time::max();
+    for (const auto& p : partitions_) {
+      foreground += p->foreground;
+      held += p->held;
+      if (!p->queue.empty()) next = std::min(next, p->queue.top().time);
+    }
+    if (foreground == 0 && held == 0) {
+      stopped_by_work = true;
+      break;
+    }
+    if (next == Time::max()) break;
+    if (next > end) {
       counters.reached_end = true;
       break;
     }
-    const Event e = queue_.pop();
-    if (e.time < now_) {
-      throw std::logic_error("time went back: event at " + std::to_string(e.time.ps) +
-                             " ps after " + std::to_string(now_.ps) + " ps");
+    const Time window_end =
+        lookahead_ == Time::max() || next.ps > INT64_MAX - lookahead_.ps ? Time::max() : next + lookahead_;
+    if (alone) {
+      // One partition: the whole run is one window, taken in chunks to report progress.
+      Partition& p = *partitions_[0];
+      run_window(p, window_end, end, true, uint64_t{1} << 18);
+      if (progress) progress(p.now, p.events);
+    } else {
+      arena.execute([&] {
+        tbb::parallel_for(size_t{0}, partitions_.size(), [&](size_t i) {
+          run_window(*partitions_[i], window_end, end, false, UINT64_MAX);
+        });
+      });
+      if (progress) {
+        uint64_t events = 0;
+        Time now{};
+        for (const auto& p : partitions_) {
+          events += p->events;
+          now = std::max(now, p->now);
+        }
+        progress(now, events);
+      }
     }
-    now_ = e.time;
-    if (kind_handler(e.kind) < kBackgroundHandler) --foreground_pending_;
-    Component& c = *components_[e.target];
-    // Rolling hash of (time, key, kind): cheap multiply-rotate, order sensitive.
-    const uint64_t h = static_cast<uint64_t>(e.time.ps) * 0x9E3779B97F4A7C15ULL ^
-                       e.key * 0xC2B2AE3D27D4EB4FULL ^ e.kind;
-    c.fingerprint_ = ((c.fingerprint_ ^ h) * 0xFF51AFD7ED558CCDULL);
-    c.fingerprint_ ^= c.fingerprint_ >> 29;
-    c.handle(e);
-    ++counters.events;
-    if (progress && counters.events % kProgressEvery == 0) progress(now_, counters.events);
+    if (!alone) ++counters.windows;
   }
-  counters.last_event_time = now_;
+  unsigned __int128 stop = 0;
+  for (const auto& p : partitions_) stop = std::max(stop, p->last_foreground);
+  for (const auto& p : partitions_) {
+    if (stopped_by_work) {
+      for (const auto& [order, component] : p->window_background) {
+        if (order <= stop) continue;
+        --p->events;  // ran past the point where the work ran out: not part of the run
+        component->discard_background_after(stop);
+      }
+    }
+    counters.events += p->events;
+    counters.last_event_time = std::max(counters.last_event_time, p->last_event_time);
+  }
+  if (stopped_by_work && !alone) counters.last_event_time = Time{static_cast<int64_t>(stop >> 64)};
   return counters;
 }
 

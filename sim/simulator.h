@@ -1,4 +1,8 @@
-// The serial runner: one event queue, one clock, events processed in (time, key) order.
+// The runner: components spread over partitions, each with its own event queue and clock,
+// advanced in synchronous windows no longer than the lookahead (the smallest delay of a link
+// between partitions). Events are processed in (time, key) order within each partition, and a
+// cross-partition event always lands in a later window, so every component sees the same
+// events in the same order for any number of partitions: one partition is the serial run.
 #pragma once
 
 #include <functional>
@@ -6,7 +10,7 @@
 #include <vector>
 
 #include "sim/component.h"
-#include "sim/event_queue.h"
+#include "sim/partition.h"
 
 namespace fabtwin {
 
@@ -14,62 +18,66 @@ struct RunCounters {
   uint64_t events = 0;       // events processed
   Time last_event_time{};    // time of the last processed event
   bool reached_end = false;  // stopped at the end time with foreground work still pending
+  uint64_t windows = 0;      // synchronisation windows (0 for a single partition)
 };
 
 class Simulator {
  public:
-  // Called every few hundred thousand events with the current time and events so far.
+  // Called between windows (and every few hundred thousand events in a single partition)
+  // with the current time and events so far.
   using Progress = std::function<void(Time now, uint64_t events)>;
 
-  explicit Simulator(uint64_t seed) : seed_(seed) {}
+  explicit Simulator(uint64_t seed);
 
-  // Takes ownership; ids are handed out in order 0, 1, 2, ...
+  // Takes ownership; ids are handed out in order 0, 1, 2, ... All start in partition 0.
   ComponentId add(std::unique_ptr<Component> component);
   Component& component(ComponentId id) { return *components_[id]; }
   size_t component_count() const { return components_.size(); }
 
-  Time now() const { return now_; }
+  // Spreads the components over partitions (call before any event is scheduled) and sets the
+  // lookahead: no event may cross partitions sooner than this after it is scheduled.
+  void set_partitions(const std::vector<uint32_t>& partition_of, Time lookahead);
+  size_t partition_count() const { return partitions_.size(); }
+  uint32_t partition_of(ComponentId id) const { return partition_of_[id]; }
+
   uint64_t seed() const { return seed_; }
 
   // Processes events until none is due at or before `end`, or only background events remain
-  // and no component holds open work.
-  RunCounters run(Time end, const Progress& progress = {});
+  // and no component holds open work. Partitions run on up to `threads` threads.
+  RunCounters run(Time end, const Progress& progress = {}, int threads = 1);
 
   // The run's fingerprint: component hashes combined in component-id order.
   uint64_t fingerprint() const;
 
-  // Open work that outlives any single pending event (an unfinished flow waiting on a
-  // background timer, say): the run goes on while any is held.
-  void hold_work() { ++work_held_; }
-  void release_work() { --work_held_; }
-
-  void schedule(const Event& e) {
-    if (kind_handler(e.kind) < kBackgroundHandler) ++foreground_pending_;
-    queue_.push(e);
-  }
+  // Called between windows, with no partition running (packet pools balance their free lists).
+  void set_between_windows(std::function<void()> f) { between_windows_ = std::move(f); }
 
  private:
+  // Processes `p`'s events due before `window_end` (and not after `end`), at most `budget`.
+  void run_window(Partition& p, Time window_end, Time end, bool alone, uint64_t budget);
+  void deliver_mail();
+
   uint64_t seed_;
-  Time now_{};
-  uint64_t foreground_pending_ = 0;
-  int64_t work_held_ = 0;
-  EventQueue queue_;
   std::vector<std::unique_ptr<Component>> components_;
+  std::vector<uint32_t> partition_of_;
+  std::vector<std::unique_ptr<Partition>> partitions_;
+  Time lookahead_ = Time::max();
+  std::function<void()> between_windows_;
 };
 
 inline Time Component::now() const {
-  return sim_->now();
+  return partition_->now;
 }
 
 inline void Component::schedule(Time at, ComponentId target, uint32_t kind, uint64_t data) {
-  sim_->schedule(Event{at, make_event_key(id_, sequence_++), target, kind, data});
+  partition_->schedule(Event{at, make_event_key(id_, sequence_++), target, kind, data});
 }
 
 inline void Component::hold_work() {
-  sim_->hold_work();
+  ++partition_->held;
 }
 inline void Component::release_work() {
-  sim_->release_work();
+  --partition_->held;
 }
 
 }  // namespace fabtwin

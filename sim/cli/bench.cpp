@@ -58,9 +58,11 @@ int command_bench(const std::vector<std::string>& args) {
   std::string scenario =
       std::string(FABTWIN_SOURCE_DIR) + "/scenarios/bench/fat_tree_k8_permutation.json";
   std::vector<std::string> sets;
+  int threads = 1;
   opts.add_options()("help,h", "this help")("queue", "event-queue microbenchmark instead")(
       "scenario", po::value(&scenario), "workload scenario (default: the standard benchmark)")(
-      "set", po::value(&sets)->composing(), "override a scenario value: path=value");
+      "set", po::value(&sets)->composing(), "override a scenario value: path=value")(
+      "threads", po::value(&threads), "threads (default 1; 0 = every hardware thread)");
   po::variables_map vm;
   po::store(po::command_line_parser(args).options(opts).run(), vm);
   po::notify(vm);
@@ -73,10 +75,11 @@ int command_bench(const std::vector<std::string>& args) {
     return 0;
   }
   const double rss_before = peak_rss_mb();
-  Fabric fabric(load_scenario(scenario, sets));
+  Fabric fabric(load_scenario(scenario, sets), threads);
   const RunResult r = fabric.run();
   const RunFigures f = run_figures(r);
   std::printf("workload            %s\n", scenario.c_str());
+  std::printf("threads             %d (%d partitions)\n", r.threads, r.partitions);
   std::printf("flows completed     %lld of %lld\n", static_cast<long long>(f.completed),
               static_cast<long long>(f.flows));
   std::printf("simulated time      %s\n", format_time(r.last_event_time).c_str());

@@ -21,7 +21,7 @@ constexpr const char* kUsage =
     "usage: fabtwin <command> [options]\n"
     "\n"
     "commands:\n"
-    "  run SCENARIO [--set path=value]... [--out FILE.h5] [--json FILE]\n"
+    "  run SCENARIO [--set path=value]... [--out FILE.h5] [--json FILE] [--threads N]\n"
     "                      simulate a scenario and print a summary\n"
     "  describe [MODEL]    list parameters: meaning, unit, default, source\n"
     "  describe --markdown | --json-schema\n"
@@ -54,10 +54,12 @@ int command_run(const std::vector<std::string>& args) {
   po::options_description opts("fabtwin run SCENARIO");
   std::vector<std::string> sets;
   std::string out, json;
+  int threads = 0;
   opts.add_options()("help,h", "this help")("set", po::value(&sets)->composing(),
                                             "override a scenario value: path=value (repeatable)")(
       "out", po::value(&out), "write an HDF5 result file")("json", po::value(&json),
                                                            "write the summary numbers as JSON")(
+      "threads", po::value(&threads), "threads to simulate on (default: run.threads; 0 = all)")(
       "scenario", po::value<std::string>(), "scenario file");
   po::positional_options_description pos;
   pos.add("scenario", 1);
@@ -69,7 +71,8 @@ int command_run(const std::vector<std::string>& args) {
     return vm.count("help") ? 0 : 2;
   }
   const ScenarioDocument doc = load_scenario(vm["scenario"].as<std::string>(), sets);
-  Fabric fabric(doc);
+  if (threads < 0) throw po::error("--threads must be 0 or more");
+  Fabric fabric(doc, threads);
   if (out.empty() && doc.root.contains("output") && doc.root["output"].contains("hdf5")) {
     out = doc.root["output"]["hdf5"].get<std::string>();
   }

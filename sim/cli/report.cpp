@@ -176,9 +176,9 @@ void print_summary(const RunResult& r, std::ostream& out) {
 
   char engine[200];
   std::snprintf(engine, sizeof engine,
-                "\nengine      %llu events in %.3f s wall: %.2f M events/s, %.0f k data packets/s "
-                "(%lld data packets)\n",
-                static_cast<unsigned long long>(r.events), r.wall_seconds,
+                "\nengine      %llu events in %.3f s wall on %d thread(s), %d partition(s): "
+                "%.2f M events/s, %.0f k data packets/s (%lld data packets)\n",
+                static_cast<unsigned long long>(r.events), r.wall_seconds, r.threads, r.partitions,
                 f.events_per_second / 1e6, f.data_packets_per_second / 1e3,
                 static_cast<long long>(r.data_packets_sent));
   out << engine;
@@ -261,6 +261,8 @@ nlohmann::json json_report(const RunResult& r) {
                              {"rate_cuts", f.rate_cuts}};
   j["port_records"] = std::move(ports);
   j["engine"] = {{"data_packets_sent", r.data_packets_sent},
+                 {"threads", r.threads},
+                 {"partitions", r.partitions},
                  {"wall_seconds", r.wall_seconds},
                  {"events_per_second", f.events_per_second},
                  {"data_packets_per_second", f.data_packets_per_second}};

@@ -1,0 +1,83 @@
+#include "models/partitioning.h"
+
+#include <algorithm>
+#include <deque>
+
+namespace fabtwin {
+
+FabricPartitioning partition_fabric(const Topology& topo, int parts) {
+  const int n = static_cast<int>(topo.nodes.size());
+  FabricPartitioning result;
+  result.partition_of.assign(n, 0);
+  std::vector<std::vector<int>> neighbours(n);
+  for (const TopologyLink& l : topo.links) {
+    neighbours[l.a].push_back(l.b);
+    neighbours[l.b].push_back(l.a);
+  }
+  std::vector<int> switches;
+  for (int v = 0; v < n; ++v) {
+    if (topo.nodes[v].kind == NodeKind::Switch) switches.push_back(v);
+  }
+  parts = std::max(1, std::min(parts, static_cast<int>(switches.size())));
+  if (parts > 1) {
+    // Breadth-first order over switches, starting from the first, neighbours by id.
+    std::vector<int> order;
+    std::vector<bool> seen(n, false);
+    for (int start : switches) {
+      if (seen[start]) continue;
+      std::deque<int> frontier{start};
+      seen[start] = true;
+      while (!frontier.empty()) {
+        const int v = frontier.front();
+        frontier.pop_front();
+        order.push_back(v);
+        std::vector<int> next = neighbours[v];
+        std::sort(next.begin(), next.end());
+        for (int w : next) {
+          if (!seen[w] && topo.nodes[w].kind == NodeKind::Switch) {
+            seen[w] = true;
+            frontier.push_back(w);
+          }
+        }
+      }
+    }
+    // Weight: a switch's ports plus two per attached host (its NIC's work).
+    std::vector<int64_t> weight(n, 0);
+    int64_t total = 0;
+    for (int v : order) {
+      weight[v] = topo.nodes[v].ports;
+      for (int w : neighbours[v]) weight[v] += topo.nodes[w].kind == NodeKind::Host ? 2 : 0;
+      total += weight[v];
+    }
+    int64_t acc = 0;
+    for (int v : order) {
+      const auto part = static_cast<uint32_t>(std::min<int64_t>(parts - 1, acc * parts / total));
+      result.partition_of[v] = part;
+      acc += weight[v];
+    }
+  }
+  for (int h = 0; h < topo.hosts; ++h) {
+    for (int w : neighbours[h]) {
+      if (topo.nodes[w].kind == NodeKind::Switch) {
+        result.partition_of[h] = result.partition_of[w];
+        break;
+      }
+    }
+  }
+  for (const TopologyLink& l : topo.links) {
+    if (result.partition_of[l.a] == result.partition_of[l.b]) continue;
+    ++result.cut_links;
+    if (l.delay.ps <= 0) {
+      throw ScenarioError("fabric.link.delay",
+                          "a link of zero delay between " + topo.nodes[l.a].name + " and " +
+                              topo.nodes[l.b].name +
+                              " would cross threads and leave no lookahead; give links a "
+                              "propagation delay or run with --threads 1");
+    }
+    result.lookahead = std::min(result.lookahead, l.delay);
+  }
+  for (uint32_t p : result.partition_of) result.partitions = std::max(result.partitions, p + 1);
+  return result;
+}
+
+}  // namespace fabtwin

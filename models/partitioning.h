@@ -1,0 +1,24 @@
+// Spreading a fabric over partitions for the parallel runner: switches in contiguous runs of
+// a breadth-first order (so that neighbours share a partition), balanced by the hosts and
+// ports they carry; each host goes with the switch it hangs off.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "models/topology.h"
+
+namespace fabtwin {
+
+struct FabricPartitioning {
+  std::vector<uint32_t> partition_of;  // node id -> partition
+  uint32_t partitions = 1;
+  Time lookahead = Time::max();        // smallest delay of a link between two partitions
+  int cut_links = 0;
+};
+
+// At most `parts` partitions (fewer if the fabric has fewer switches). Throws ScenarioError if
+// a link of zero delay would cross partitions: it leaves no lookahead.
+FabricPartitioning partition_fabric(const Topology& topology, int parts);
+
+}  // namespace fabtwin

@@ -1,0 +1,77 @@
+// The parallel runner: every result but wall-clock figures is identical for any number of
+// threads, on scenarios that exercise PFC, ECN and DCQCN, for several seeds.
+#include <filesystem>
+
+#include "models/fabric.h"
+#include "sim/cli/report.h"
+#include "test_support.h"
+
+using namespace fabtwin;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Outcome {
+  uint64_t fingerprint;
+  nlohmann::json report;
+  std::vector<std::tuple<int64_t, uint32_t, int64_t>> queues;
+  std::vector<std::tuple<uint32_t, int, int64_t, int64_t>> pauses;
+  std::vector<std::tuple<int64_t, uint32_t, int64_t, int64_t, double>> rates;
+  std::vector<std::tuple<int64_t, uint32_t, int64_t>> buffers;
+  int partitions;
+};
+
+Outcome run_with(const std::string& scenario, const std::vector<std::string>& sets, int threads) {
+  Fabric fabric(load_scenario(fs::path(FABTWIN_SOURCE_DIR) / scenario, sets), threads);
+  const RunResult r = fabric.run();
+  Outcome o{r.fingerprint, json_report(r), {}, {}, {}, {}, r.partitions};
+  o.report.erase("engine");  // wall clock, threads, partitions: allowed to differ
+  for (const auto& q : r.queue_samples) o.queues.emplace_back(q.time.ps, q.port, q.bytes);
+  for (const auto& p : r.pauses) o.pauses.emplace_back(p.port, p.priority, p.start.ps, p.end.ps);
+  for (const auto& s : r.rate_samples) o.rates.emplace_back(s.time.ps, s.flow, s.rate_bps, s.target_bps, s.alpha);
+  for (const auto& b : r.buffer_samples) o.buffers.emplace_back(b.time.ps, b.buffer, b.bytes);
+  return o;
+}
+
+void check_identical(const std::string& scenario, const std::vector<std::string>& sets) {
+  const Outcome one = run_with(scenario, sets, 1);
+  REQUIRE(one.partitions == 1);
+  int parallel_runs = 0;
+  for (const int threads : {2, 4, 8, 16}) {
+    const Outcome many = run_with(scenario, sets, threads);
+    INFO(scenario << " with " << threads << " threads (" << many.partitions << " partitions)");
+    parallel_runs += many.partitions > 1;
+    CHECK(many.fingerprint == one.fingerprint);
+    CHECK(many.report == one.report);
+    CHECK(many.queues == one.queues);
+    CHECK(many.pauses == one.pauses);
+    CHECK(many.rates == one.rates);
+    CHECK(many.buffers == one.buffers);
+  }
+  CHECK(parallel_runs == 4);  // the fabric really was split
+}
+
+}  // namespace
+
+TEST_CASE("DCQCN on a leaf-spine: identical for 1 to 16 threads", "[parallel]") {
+  check_identical("scenarios/default.json", {"run.end=1ms"});
+  check_identical("scenarios/default.json", {"run.end=1ms", "run.seed=7"});
+}
+
+TEST_CASE("PFC pause propagation: identical for 1 to 16 threads", "[parallel]") {
+  check_identical("scenarios/lossless/pfc_incast.json", {"traffic[0].size=256KB"});
+  check_identical("scenarios/lossless/hol_victim.json", {"traffic[0].size=256KB", "run.seed=3"});
+}
+
+TEST_CASE("a lossy fat-tree with drops and retransmissions: identical for 1 to 16 threads", "[parallel]") {
+  check_identical("scenarios/bench/fat_tree_k8_permutation.json",
+                  {"topology.k=4", "traffic[0].size=300KB", "fabric.pfc.enabled=false",
+                   "fabric.switch.buffer=300KB", "nic.ack_timeout=50us"});
+}
+
+TEST_CASE("links of zero delay cannot cross partitions", "[parallel]") {
+  const ScenarioDocument doc = load_scenario(fs::path(FABTWIN_SOURCE_DIR) / "scenarios/default.json",
+                                             {"fabric.link.delay=0us"});
+  CHECK_THROWS_WITH(Fabric(doc, 2), Catch::Contains("zero delay") && Catch::Contains("--threads 1"));
+  CHECK_NOTHROW(Fabric(doc, 1));
+}
