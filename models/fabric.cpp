@@ -1,8 +1,8 @@
 #include "models/fabric.h"
 
 #include <chrono>
-#include <thread>
 #include <set>
+#include <thread>
 
 #include "models/traffic.h"
 
@@ -99,7 +99,8 @@ Fabric::Fabric(const ScenarioDocument& doc, int threads) {
   scenario_file_ = doc.file.string();
   run_ = read_run_config(root);
   if (threads > 0) run_.threads = threads;
-  if (run_.threads == 0) run_.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (run_.threads == 0)
+    run_.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 
   ParamReader fabric(section(root, "fabric"), "fabric", kFabricParams);
   for (const char* key : {"link", "switch", "pfc", "ecn", "qos"}) fabric.raw(key);

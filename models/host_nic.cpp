@@ -203,7 +203,7 @@ void HostNic::on_timer(const Event& e) {
       if (qp.done) break;
       if (now() >= qp.cc->next_timer()) {
         qp.cc->on_timer(now());
-        qp.rate = qp.cc->rate();
+        update_rate(qp);
       }
       arm_cc_timer(qp);
       pump();
@@ -313,9 +313,11 @@ bool HostNic::send_next_data_packet() {
     if (qp.unacked_psn == psn) qp.deadline = now() + config_.ack_timeout;
     if (qp.cc) {
       qp.cc->on_packet_sent(p->frame, now());
-      qp.rate = qp.cc->rate();
+      update_rate(qp);
       arm_cc_timer(qp);
     }
+    qp.last_sent = now();
+    qp.last_frame = p->frame;
     if (qp.rate < ports_[0].rate) qp.next_send = now() + roce::wire_time(p->frame, qp.rate);
     ++qp.record.packets_sent;
     ++data_packets_sent_;
@@ -452,8 +454,20 @@ void HostNic::on_cnp(const Packet& p) {
   ++qp.record.cnps_received;
   if (qp.done || !qp.cc) return;
   qp.cc->on_cnp(now());
-  qp.rate = qp.cc->rate();
+  update_rate(qp);
   arm_cc_timer(qp);
+}
+
+// Takes the congestion control's new rate. The pacing gap of the last packet is re-timed at
+// the new rate, so a queue pair cut deep and then recovered does not wait out a gap computed
+// at the old rate.
+void HostNic::update_rate(SendQp& qp) {
+  const BitsPerSec rate = qp.cc->rate();
+  if (rate == qp.rate) return;
+  qp.rate = rate;
+  if (qp.next_send > now() && qp.last_frame > 0) {
+    qp.next_send = std::min(qp.next_send, qp.last_sent + roce::wire_time(qp.last_frame, rate));
+  }
 }
 
 void HostNic::arm_cc_timer(SendQp& qp) {
@@ -486,6 +500,7 @@ void HostNic::on_ack(const Packet& p) {
   qp.unacked_psn = p.psn;
   if (qp.next_psn < qp.unacked_psn) qp.next_psn = qp.unacked_psn;
   qp.deadline = now() + config_.ack_timeout;
+  if (qp.cc) qp.cc->on_ack(now());
   if (qp.unacked_psn >= qp.packets) {
     complete(qp);
     if (qp.active) {

@@ -90,9 +90,11 @@ class HostNic final : public NetworkNode {
     bool active = false;       // in the send rotation
     bool done = false;
     bool timer_scheduled = false;
-    Time deadline{};    // retransmit if no progress by then
-    Time next_send{};   // pacing: earliest time of the next packet
-    BitsPerSec rate{};  // current sending rate (line rate unless a CC lowers it)
+    Time deadline{};     // retransmit if no progress by then
+    Time next_send{};    // pacing: earliest time of the next packet
+    Time last_sent{};    // when the last data packet went out
+    int last_frame = 0;  // and its frame bytes
+    BitsPerSec rate{};   // current sending rate (line rate unless a CC lowers it)
     std::unique_ptr<CongestionControl> cc;  // null: no congestion control
     Time cc_timer_at = Time::max();         // a kCcTimer event is pending for this time
     bool started = false;
@@ -120,6 +122,7 @@ class HostNic final : public NetworkNode {
   void on_cnp(const Packet& p);
   void notify_congestion(ReceiveQp& rq);
   void arm_cc_timer(SendQp& qp);
+  void update_rate(SendQp& qp);
   void send_rx_pause(int priority, bool xoff);
   void pump();
   bool send_next_data_packet();

@@ -31,7 +31,7 @@ struct Packet {
   uint8_t dscp = 0;
   Ecn ecn = Ecn::NotEct;
   uint16_t ingress_port = 0;  // set by a switch on arrival
-  uint16_t home = 0;           // the pool (partition) it belongs to
+  uint16_t home = 0;          // the pool (partition) it belongs to
   Time sent{};                // when the NIC put it on the wire
   Packet* next_free = nullptr;
 };

@@ -13,7 +13,7 @@ namespace fabtwin {
 struct FabricPartitioning {
   std::vector<uint32_t> partition_of;  // node id -> partition
   uint32_t partitions = 1;
-  Time lookahead = Time::max();        // smallest delay of a link between two partitions
+  Time lookahead = Time::max();  // smallest delay of a link between two partitions
   int cut_links = 0;
 };
 

@@ -79,7 +79,7 @@ struct RunResult {
   Time last_event_time{};
   bool reached_end = false;  // stopped at end with work pending
   double wall_seconds = 0;   // wall clock (the only non-deterministic figure)
-  int threads = 1;      // engine figures, like wall time: not part of the results
+  int threads = 1;           // engine figures, like wall time: not part of the results
   int partitions = 1;
   int64_t data_packets_sent = 0;
   int64_t peak_packets_in_pool = 0;

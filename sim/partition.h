@@ -13,24 +13,29 @@ class Component;
 
 struct Partition {
   uint32_t index = 0;
+  bool alone = true;  // the only partition: every event stays local
   const std::vector<uint32_t>* partition_of = nullptr;  // component id -> partition
   EventQueue queue;
   Time now{};
-  uint64_t foreground = 0;  // foreground events pending in `queue`
-  int64_t held = 0;         // open work held by this partition's components
-  uint64_t events = 0;      // events processed
+  uint64_t foreground = 0;                // foreground events pending in `queue`
+  int64_t held = 0;                       // open work held by this partition's components
+  uint64_t events = 0;                    // events processed
   unsigned __int128 last_foreground = 0;  // order_of() of the last foreground event processed
   Time last_event_time{};
   // Background events of the current window, so that those past the global stop can be undone.
   std::vector<std::pair<unsigned __int128, Component*>> window_background;
   std::vector<std::vector<Event>> outbox;  // [destination partition]
 
-  void push_local(const Event& e) {
+  [[gnu::always_inline]] void push_local(const Event& e) {
     if (kind_handler(e.kind) < 0x80) ++foreground;
     queue.push(e);
   }
 
-  void schedule(const Event& e) {
+  [[gnu::always_inline]] void schedule(const Event& e) {
+    if (alone) {
+      push_local(e);
+      return;
+    }
     const uint32_t destination = (*partition_of)[e.target];
     if (destination == index) {
       push_local(e);

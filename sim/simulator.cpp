@@ -9,7 +9,9 @@
 
 namespace fabtwin {
 
-Simulator::Simulator(uint64_t seed) : seed_(seed) { set_partitions({}, Time::max()); }
+Simulator::Simulator(uint64_t seed) : seed_(seed) {
+  set_partitions({}, Time::max());
+}
 
 ComponentId Simulator::add(std::unique_ptr<Component> component) {
   if (components_.size() >= kMaxComponents) throw std::length_error("too many components");
@@ -24,7 +26,8 @@ ComponentId Simulator::add(std::unique_ptr<Component> component) {
 
 void Simulator::set_partitions(const std::vector<uint32_t>& partition_of, Time lookahead) {
   for (const auto& p : partitions_) {
-    if (!p->queue.empty()) throw std::logic_error("partitions must be set before events are scheduled");
+    if (!p->queue.empty())
+      throw std::logic_error("partitions must be set before events are scheduled");
   }
   uint32_t count = 1;
   for (uint32_t p : partition_of) count = std::max(count, p + 1);
@@ -34,6 +37,7 @@ void Simulator::set_partitions(const std::vector<uint32_t>& partition_of, Time l
     p->index = i;
     p->partition_of = &partition_of_;
     p->outbox.resize(count);
+    p->alone = count == 1;
     partitions_.push_back(std::move(p));
   }
   partition_of_ = partition_of;
@@ -53,14 +57,15 @@ void Simulator::deliver_mail() {
   }
 }
 
-void Simulator::run_window(Partition& p, Time window_end, Time end, bool alone, uint64_t budget) {
-  if (!alone) p.window_background.clear();
+template <bool Alone>
+void Simulator::run_window(Partition& p, Time window_end, Time end, uint64_t budget) {
+  if (!Alone) p.window_background.clear();
   for (uint64_t done = 0; done < budget && !p.queue.empty(); ++done) {
     // Alone, a partition knows the global state and stops exactly where the work runs out;
     // among others it runs to the window's end and the surplus is undone afterwards.
-    if (alone && p.foreground == 0 && p.held == 0) break;
+    if (Alone && p.foreground == 0 && p.held == 0) break;
     const Event& top = p.queue.top();
-    if (top.time >= window_end || top.time > end) break;
+    if ((!Alone && top.time >= window_end) || top.time > end) break;
     const Event e = p.queue.pop();
     if (e.time < p.now) {
       throw std::logic_error("time went back: event at " + std::to_string(e.time.ps) +
@@ -70,19 +75,19 @@ void Simulator::run_window(Partition& p, Time window_end, Time end, bool alone, 
     Component& c = *components_[e.target];
     if (kind_handler(e.kind) < kBackgroundHandler) {
       --p.foreground;
-      p.last_foreground = order_of(e);
+      if (!Alone) p.last_foreground = order_of(e);
       // Rolling hash of (time, key, kind): cheap multiply-rotate, order sensitive.
       const uint64_t h = static_cast<uint64_t>(e.time.ps) * 0x9E3779B97F4A7C15ULL ^
                          e.key * 0xC2B2AE3D27D4EB4FULL ^ e.kind;
       c.fingerprint_ = (c.fingerprint_ ^ h) * 0xFF51AFD7ED558CCDULL;
       c.fingerprint_ ^= c.fingerprint_ >> 29;
-    } else if (!alone) {
+    } else if (!Alone) {
       p.window_background.emplace_back(order_of(e), &c);
     }
-    p.last_event_time = e.time;
     c.handle(e);
     ++p.events;
   }
+  p.last_event_time = p.now;
 }
 
 RunCounters Simulator::run(Time end, const Progress& progress, int threads) {
@@ -112,17 +117,18 @@ RunCounters Simulator::run(Time end, const Progress& progress, int threads) {
       counters.reached_end = true;
       break;
     }
-    const Time window_end =
-        lookahead_ == Time::max() || next.ps > INT64_MAX - lookahead_.ps ? Time::max() : next + lookahead_;
+    const Time window_end = lookahead_ == Time::max() || next.ps > INT64_MAX - lookahead_.ps
+                                ? Time::max()
+                                : next + lookahead_;
     if (alone) {
       // One partition: the whole run is one window, taken in chunks to report progress.
       Partition& p = *partitions_[0];
-      run_window(p, window_end, end, true, uint64_t{1} << 18);
+      run_window<true>(p, window_end, end, uint64_t{1} << 18);
       if (progress) progress(p.now, p.events);
     } else {
       arena.execute([&] {
         tbb::parallel_for(size_t{0}, partitions_.size(), [&](size_t i) {
-          run_window(*partitions_[i], window_end, end, false, UINT64_MAX);
+          run_window<false>(*partitions_[i], window_end, end, UINT64_MAX);
         });
       });
       if (progress) {

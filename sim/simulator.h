@@ -54,7 +54,8 @@ class Simulator {
 
  private:
   // Processes `p`'s events due before `window_end` (and not after `end`), at most `budget`.
-  void run_window(Partition& p, Time window_end, Time end, bool alone, uint64_t budget);
+  template <bool Alone>
+  void run_window(Partition& p, Time window_end, Time end, uint64_t budget);
   void deliver_mail();
 
   uint64_t seed_;

@@ -28,7 +28,8 @@ Outcome run_with(const std::string& scenario, const std::vector<std::string>& se
   o.report.erase("engine");  // wall clock, threads, partitions: allowed to differ
   for (const auto& q : r.queue_samples) o.queues.emplace_back(q.time.ps, q.port, q.bytes);
   for (const auto& p : r.pauses) o.pauses.emplace_back(p.port, p.priority, p.start.ps, p.end.ps);
-  for (const auto& s : r.rate_samples) o.rates.emplace_back(s.time.ps, s.flow, s.rate_bps, s.target_bps, s.alpha);
+  for (const auto& s : r.rate_samples)
+    o.rates.emplace_back(s.time.ps, s.flow, s.rate_bps, s.target_bps, s.alpha);
   for (const auto& b : r.buffer_samples) o.buffers.emplace_back(b.time.ps, b.buffer, b.bytes);
   return o;
 }
@@ -63,15 +64,17 @@ TEST_CASE("PFC pause propagation: identical for 1 to 16 threads", "[parallel]") 
   check_identical("scenarios/lossless/hol_victim.json", {"traffic[0].size=256KB", "run.seed=3"});
 }
 
-TEST_CASE("a lossy fat-tree with drops and retransmissions: identical for 1 to 16 threads", "[parallel]") {
+TEST_CASE("a lossy fat-tree with drops and retransmissions: identical for 1 to 16 threads",
+          "[parallel]") {
   check_identical("scenarios/bench/fat_tree_k8_permutation.json",
                   {"topology.k=4", "traffic[0].size=300KB", "fabric.pfc.enabled=false",
                    "fabric.switch.buffer=300KB", "nic.ack_timeout=50us"});
 }
 
 TEST_CASE("links of zero delay cannot cross partitions", "[parallel]") {
-  const ScenarioDocument doc = load_scenario(fs::path(FABTWIN_SOURCE_DIR) / "scenarios/default.json",
-                                             {"fabric.link.delay=0us"});
-  CHECK_THROWS_WITH(Fabric(doc, 2), Catch::Contains("zero delay") && Catch::Contains("--threads 1"));
+  const ScenarioDocument doc = load_scenario(
+      fs::path(FABTWIN_SOURCE_DIR) / "scenarios/default.json", {"fabric.link.delay=0us"});
+  CHECK_THROWS_WITH(Fabric(doc, 2),
+                    Catch::Contains("zero delay") && Catch::Contains("--threads 1"));
   CHECK_NOTHROW(Fabric(doc, 1));
 }
