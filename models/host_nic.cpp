@@ -256,15 +256,7 @@ void HostNic::pump() {
     request_transmit_done(0);
     return;
   }
-  if (!port.pending_pause.empty()) {  // MAC control frames go first
-    const auto [pause_prio, quanta] = port.pending_pause.front();
-    port.pending_pause.erase(port.pending_pause.begin());
-    Packet* f = pool_.acquire();
-    f->type = PacketType::Pause;
-    f->priority = pause_prio;
-    f->psn = quanta;
-    f->frame = pfc::kFrameBytes;
-    transmit_control(0, f);
+  if (transmit_pending_pause(0)) {  // MAC control frames go first
     request_transmit_done(0);
     return;
   }
@@ -367,17 +359,13 @@ void HostNic::on_arrival(uint32_t, Packet* p) {
     case PacketType::Cnp:
       on_cnp(*p);
       break;
-    case PacketType::Pause: {  // the NIC honours PFC: stop that priority for the asked time
-      EgressPort& port = ports_[0];
-      const Time duration = pfc::pause_duration(static_cast<int>(p->psn), port.rate);
-      port.pause(p->priority, now(), duration);
-      if (duration.ps > 0) {
-        schedule_self(port.paused_until[p->priority], kPauseExpired, p->priority);
+    case PacketType::Pause:  // the NIC honours PFC
+      if (const Time until = apply_pause(0, *p); until > now()) {
+        schedule_self(until, kPauseExpired, p->priority);
       } else {
         pump();
       }
       break;
-    }
     default:
       break;
   }

@@ -8,6 +8,7 @@
 
 #include "models/egress_port.h"
 #include "models/packet.h"
+#include "models/pfc.h"
 #include "sim/simulator.h"
 
 namespace fabtwin {
@@ -61,6 +62,29 @@ class NetworkNode : public Component {
     port.busy_time += wire;
     schedule(now() + wire + port.delay, port.peer, make_kind(kPacketArrival, port.peer_port),
              reinterpret_cast<uint64_t>(p));
+  }
+
+  // Sends the first PFC frame waiting at `port`, if any (the port must be free); true if sent.
+  bool transmit_pending_pause(uint32_t port_index) {
+    EgressPort& port = ports_[port_index];
+    if (port.pending_pause.empty()) return false;
+    const auto [priority, quanta] = port.pending_pause.front();
+    port.pending_pause.erase(port.pending_pause.begin());
+    Packet* f = pool_.acquire();
+    f->type = PacketType::Pause;
+    f->priority = priority;
+    f->psn = quanta;
+    f->frame = pfc::kFrameBytes;
+    transmit_control(port_index, f);
+    return true;
+  }
+
+  // Applies a PFC frame that arrived on `port` to that port's egress: its priority stops after
+  // the frame on the wire, for the asked time. Returns when the pause ends (now for an XON).
+  Time apply_pause(uint32_t port_index, const Packet& f) {
+    EgressPort& port = ports_[port_index];
+    port.pause(f.priority, now(), pfc::pause_duration(static_cast<int>(f.psn), port.rate));
+    return port.paused_until[f.priority];
   }
 
   // Sends the head of queue `priority` of `port`.

@@ -100,15 +100,7 @@ void Switch::start_transmission(uint32_t port_index) {
     if (port.has_backlog() || !port.pending_pause.empty()) request_transmit_done(port_index);
     return;
   }
-  if (!port.pending_pause.empty()) {  // MAC control frames go before any queue
-    const auto [prio, quanta] = port.pending_pause.front();
-    port.pending_pause.erase(port.pending_pause.begin());
-    Packet* f = pool_.acquire();
-    f->type = PacketType::Pause;
-    f->priority = prio;
-    f->psn = quanta;
-    f->frame = pfc::kFrameBytes;
-    transmit_control(port_index, f);
+  if (transmit_pending_pause(port_index)) {  // MAC control frames go before any queue
     if (port.has_backlog() || !port.pending_pause.empty()) request_transmit_done(port_index);
     return;
   }
@@ -158,12 +150,9 @@ void Switch::send_pause(uint32_t port_index, int priority, bool xoff) {
 }
 
 void Switch::on_pause_frame(uint32_t port_index, const Packet& f) {
-  EgressPort& port = ports_[port_index];
   if (!config_.pfc) return;  // PFC off: pause frames are ignored
-  const Time duration = pfc::pause_duration(static_cast<int>(f.psn), port.rate);
-  port.pause(f.priority, now(), duration);
-  if (duration.ps > 0) {
-    schedule_self(port.paused_until[f.priority], make_kind(kPauseExpired, port_index), f.priority);
+  if (const Time until = apply_pause(port_index, f); until > now()) {
+    schedule_self(until, make_kind(kPauseExpired, port_index), f.priority);
   } else {
     start_transmission(port_index);
   }
