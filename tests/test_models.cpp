@@ -1,4 +1,4 @@
-// Models driven alone: the switch between stub hosts, routing tables, topology builders,
+// Models driven alone: the switch between scripted hosts, routing tables, topology builders,
 // traffic generators and flow-size distributions.
 #include <map>
 #include <set>
@@ -15,10 +15,10 @@ using namespace fabtwin;
 
 namespace {
 
-// A host stub: sends the packets it is given back to back and records what arrives.
-class StubHost final : public NetworkNode {
+// A scripted host: sends the packets it is given back to back and records what arrives.
+class ScriptedHost final : public NetworkNode {
  public:
-  StubHost(std::string name, PacketPool& pool) : NetworkNode(std::move(name), pool) {}
+  ScriptedHost(std::string name, PacketPool& pool) : NetworkNode(std::move(name), pool) {}
   struct Arrival {
     Time time;
     uint32_t psn;
@@ -59,13 +59,13 @@ class StubHost final : public NetworkNode {
   void on_timer(const Event&) override { on_transmit_done(0); }
 };
 
-// A star of three stub hosts around one switch.
+// A star of three scripted hosts around one switch.
 struct StarBench {
   PacketPool pool;
   Topology topology = build_star(3, parse_rate("100Gbps"), parse_time("1us"));
   RoutingTable routing{topology};
   Simulator sim{1};
-  std::vector<StubHost*> hosts;
+  std::vector<ScriptedHost*> hosts;
   Switch* sw = nullptr;
 
   static SwitchConfig config_with(const nlohmann::json& fabric) {
@@ -77,7 +77,7 @@ struct StarBench {
 
   explicit StarBench(const SwitchConfig& config) {
     for (int h = 0; h < 3; ++h) {
-      auto host = std::make_unique<StubHost>("host" + std::to_string(h), pool);
+      auto host = std::make_unique<ScriptedHost>("host" + std::to_string(h), pool);
       hosts.push_back(host.get());
       sim.add(std::move(host));
     }
