@@ -24,7 +24,9 @@ const ParamGroup kCcParams{
          "B: bytes sent between byte-counter rate increases",
          "CoNEXT 2016 model B = 10 MB; NVIDIA rpg_byte_reset"},
         {"rpg_threshold", ParamType::Integer, "paper 5, connectx 1",
-         "F: timer or byte-counter events of fast recovery before additive increase",
+         "F: the increase event (timer or byte counter) from which additive increase replaces "
+         "fast recovery; events 1 .. F-1 after a cut are fast recovery, as in the DCQCN "
+         "authors' ns-3",
          "DCQCN F = 5; NVIDIA rpg_threshold", "1..1000"},
         {"rpg_ai_rate", ParamType::Rate, "paper 40Mbps, connectx 5Mbps",
          "R_AI: additive-increase step of the target rate", "DCQCN R_AI; NVIDIA rpg_ai_rate"},
@@ -215,6 +217,7 @@ void DcqcnReactionPoint::on_cnp(Time now) {
     next_increase_ = now + c_.rpg_time_reset;
     last_cut_ = now;
     active_ = true;
+    ++cuts_;  // the rate was set down: a cut, and the monitor period starts here
     return;
   }
   if (c_.rate_reduce_monitor_period.ps == 0 || cuts_ == 0 ||

@@ -60,7 +60,7 @@ TEST_CASE("alpha decays by (1 - g) for each K without a CNP", "[dcqcn]") {
   CHECK(rp.state(microseconds(175)).alpha == Approx(a * (1 - g)));
 }
 
-TEST_CASE("fast recovery halves the distance to R_T for F timer periods, then R_T grows by R_AI",
+TEST_CASE("after a cut, increase events 1..F-1 halve the distance to R_T, then R_T grows by R_AI",
           "[dcqcn]") {
   const DcqcnConfig c = paper();
   DcqcnReactionPoint rp(c, BitsPerSec{100'000'000'000});
@@ -89,7 +89,7 @@ TEST_CASE("the byte counter drives increases too; both past F is hyper increase"
   rp.on_cnp(Time{0});
   rp.on_cnp(Time{1});
   double rate = rate_of(rp), target = target_of(rp, Time{1});
-  // Two byte events (fast recovery), then additive increase by bytes.
+  // Byte event 1 is fast recovery (F = 2); from event 2 on, additive increase.
   for (int i = 1; i <= 3; ++i) {
     rp.on_packet_sent(10'000, Time{2});
     if (i >= 2) target += static_cast<double>(c.rpg_ai_rate.bps);
@@ -201,4 +201,18 @@ TEST_CASE("the notification point sends at most one CNP per queue pair per inter
   }
   CHECK(cnps > 0);
   CHECK_FALSE(r.rate_samples.empty());
+}
+
+TEST_CASE("rate_to_set_on_first_cnp sets the rate instead of cutting, and counts as a cut",
+          "[dcqcn]") {
+  DcqcnConfig c = connectx();
+  c.rate_to_set_on_first_cnp = BitsPerSec{10'000'000'000};
+  DcqcnReactionPoint rp(c, BitsPerSec{100'000'000'000});
+  rp.on_cnp(Time{0});
+  CHECK(rate_of(rp) == Approx(10e9));
+  CHECK(target_of(rp, Time{0}) == Approx(10e9));
+  CHECK(rp.state(Time{0}).cuts == 1);
+  rp.on_cnp(microseconds(1));  // inside the monitor period that the first CNP started
+  CHECK(rate_of(rp) == Approx(10e9));
+  CHECK(rp.next_timer() == microseconds(4));
 }

@@ -1,4 +1,4 @@
-// The HDF5 result file; layout documented in docs/hdf5-schema.md (schema version 2).
+// The HDF5 result file; layout documented in docs/hdf5-schema.md (schema version 3).
 #include <cstring>
 
 #include "sim/cli/atomic_file.h"
