@@ -55,15 +55,7 @@ NicConfig HostNic::read_config(const nlohmann::json& scenario) {
   c.ack_every = static_cast<int>(r.integer("ack_every"));
   c.ack_timeout = r.time("ack_timeout");
   r.raw("cc");  // read by read_dcqcn_config
-  const std::string drain = r.text("rx_drain_rate");
-  if (drain != "line") {
-    try {
-      c.rx_drain_rate = parse_rate(drain);
-    } catch (const UnitError& e) {
-      throw ScenarioError(r.path_of("rx_drain_rate"),
-                          std::string("expected \"line\" or ") + e.what());
-    }
-  }
+  if (const auto drain = r.rate_or("rx_drain_rate", "line")) c.rx_drain_rate = *drain;
   c.rx_xoff = r.bytes("rx_xoff").count;
   c.rx_xon = r.bytes("rx_xon").count;
   if (c.rx_xon > c.rx_xoff) {

@@ -203,14 +203,9 @@ SwitchConfig read_switch_config(const nlohmann::json& scenario, int64_t mtu_fram
   c.mmu.static_xoff = b.bytes("static_xoff").count;
   c.mmu.xon_offset = b.bytes("xon_offset").count;
   c.mmu.egress_alpha = read_factor(b, "egress_alpha");
-  const std::string headroom = b.text("headroom");
-  if (headroom != "auto") {
+  if (const auto headroom = b.bytes_or("headroom", "auto")) {
     c.auto_headroom = false;
-    try {
-      c.headroom = parse_bytes(headroom).count;
-    } catch (const UnitError& e) {
-      throw ScenarioError(b.path_of("headroom"), std::string("expected \"auto\" or ") + e.what());
-    }
+    c.headroom = headroom->count;
   }
   if (c.mmu.buffer < 2 * roce::kMinFrameBytes) {
     throw ScenarioError(b.path_of("buffer"), "expected room for at least two frames, found " +
@@ -222,18 +217,12 @@ SwitchConfig read_switch_config(const nlohmann::json& scenario, int64_t mtu_fram
   c.pfc = p.boolean("enabled");
   for (int prio : read_priority_list(p, "lossless_priorities")) c.mmu.lossless[prio] = c.pfc;
   c.pause_quanta = static_cast<int>(p.integer("pause_quanta"));
-  const std::string refresh = p.text("refresh_interval");
-  if (refresh != "auto") {
+  if (const auto refresh = p.time_or("refresh_interval", "auto")) {
     c.auto_refresh = false;
-    try {
-      c.pause_refresh = parse_time(refresh);
-    } catch (const UnitError& e) {
-      throw ScenarioError(p.path_of("refresh_interval"),
-                          std::string("expected \"auto\" or ") + e.what());
-    }
+    c.pause_refresh = *refresh;
     if (c.pause_refresh.ps <= 0) {
       throw ScenarioError(p.path_of("refresh_interval"),
-                          "expected a positive time, found " + refresh);
+                          "expected a positive time, found " + format_time(*refresh));
     }
   }
   p.finish();

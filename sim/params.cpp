@@ -92,6 +92,32 @@ BitsPerSec ParamReader::rate(const std::string& key) {
   return parse_quantity(value(key), path_of(key), parse_rate);
 }
 
+namespace {
+template <typename Parse>
+auto keyword_or(ParamReader& r, const std::string& key, const std::string& keyword, Parse parse)
+    -> std::optional<decltype(parse(std::string_view{}))> {
+  const std::string text = r.text(key);
+  if (text == keyword) return std::nullopt;
+  try {
+    return parse(text);
+  } catch (const UnitError& e) {
+    std::string why = e.what();  // "expected a rate like ..., found ..."
+    if (why.rfind("expected ", 0) == 0) why.erase(0, 9);
+    throw ScenarioError(r.path_of(key), "expected \"" + keyword + "\" or " + why);
+  }
+}
+}  // namespace
+
+std::optional<Time> ParamReader::time_or(const std::string& key, const std::string& keyword) {
+  return keyword_or(*this, key, keyword, parse_time);
+}
+std::optional<Bytes> ParamReader::bytes_or(const std::string& key, const std::string& keyword) {
+  return keyword_or(*this, key, keyword, parse_bytes);
+}
+std::optional<BitsPerSec> ParamReader::rate_or(const std::string& key, const std::string& keyword) {
+  return keyword_or(*this, key, keyword, parse_rate);
+}
+
 int64_t ParamReader::integer(const std::string& key) {
   const nlohmann::json v = value(key);
   if (!v.is_number_integer()) {

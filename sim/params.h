@@ -3,6 +3,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -61,6 +62,10 @@ class ParamReader {
   Time time(const std::string& key);
   Bytes bytes(const std::string& key);
   BitsPerSec rate(const std::string& key);
+  // A quantity, or `keyword` ("auto", "line"): nullopt when the keyword was written.
+  std::optional<Time> time_or(const std::string& key, const std::string& keyword);
+  std::optional<Bytes> bytes_or(const std::string& key, const std::string& keyword);
+  std::optional<BitsPerSec> rate_or(const std::string& key, const std::string& keyword);
   int64_t integer(const std::string& key);
   double probability(const std::string& key);
   bool boolean(const std::string& key);
