@@ -315,7 +315,20 @@ int command_validate(const std::vector<std::string>& args) {
   }
   for (const std::string& a : args) {
     const std::filesystem::path named = cases_dir() / (a + ".json");
-    files.push_back(std::filesystem::exists(named) ? named : std::filesystem::path(a));
+    const std::filesystem::path file =
+        std::filesystem::exists(named) ? named : std::filesystem::path(a);
+    if (!std::filesystem::is_regular_file(file)) {
+      std::vector<std::string> names;
+      for (const auto& entry : std::filesystem::directory_iterator(cases_dir())) {
+        if (entry.path().extension() == ".json") names.push_back(entry.path().stem().string());
+      }
+      std::sort(names.begin(), names.end());
+      std::string known;
+      for (const std::string& n : names) known += " " + n;
+      std::cerr << "fabtwin validate: no case named \"" << a << "\"; cases:" << known << "\n";
+      return 2;
+    }
+    files.push_back(file);
   }
   std::printf("%-24s %-22s %16s %16s %10s %10s  %s\n", "case", "metric", "reference", "simulated",
               "error", "tolerance", "result");
