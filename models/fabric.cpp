@@ -1,9 +1,11 @@
 #include "models/fabric.h"
 
 #include <chrono>
+#include <cstring>
 #include <set>
 #include <thread>
 
+#include "models/distributed_result.h"
 #include "models/traffic.h"
 
 namespace fabtwin {
@@ -55,6 +57,41 @@ const ParamGroup kRoutingParams{
       "shortest paths; equal-cost paths chosen by a hash of the 5-tuple (UDP source port per QP)",
       "fabtwin", "ecmp"}}};
 
+// Packet arrivals that cross to another rank travel as the event plus a copy of the packet;
+// the copy lands in the receiving partition's pool and the original returns to its own.
+class PacketCodec final : public EventCodec {
+ public:
+  explicit PacketCodec(std::vector<PacketPool>& pools) : pools_(pools) {}
+  void encode(const Event& e, std::vector<char>& out) override {
+    if (kind_handler(e.kind) != kPacketArrival) throw std::logic_error("only packets cross ranks");
+    const auto* packet = reinterpret_cast<const Packet*>(e.data);
+    append(out, e);
+    append(out, *packet);
+    pools_[packet->home].release(const_cast<Packet*>(packet));
+  }
+  Event decode(const char*& in, uint32_t partition) override {
+    Event e;
+    std::memcpy(&e, in, sizeof e);
+    in += sizeof e;
+    Packet* p = pools_[partition].acquire();
+    const uint16_t home = p->home;
+    std::memcpy(p, in, sizeof *p);
+    in += sizeof *p;
+    p->home = home;
+    p->next_free = nullptr;
+    e.data = reinterpret_cast<uint64_t>(p);
+    return e;
+  }
+
+ private:
+  template <typename T>
+  static void append(std::vector<char>& out, const T& value) {
+    const char* bytes = reinterpret_cast<const char*>(&value);
+    out.insert(out.end(), bytes, bytes + sizeof value);
+  }
+  std::vector<PacketPool>& pools_;
+};
+
 const nlohmann::json& section(const nlohmann::json& root, const char* key) {
   static const nlohmann::json none;
   return root.contains(key) ? root[key] : none;
@@ -83,7 +120,10 @@ RunConfig Fabric::read_run_config(const nlohmann::json& scenario) {
   return c;
 }
 
-Fabric::Fabric(const ScenarioDocument& doc, int threads) {
+Fabric::~Fabric() = default;
+
+Fabric::Fabric(const ScenarioDocument& doc, int threads, Transport* transport)
+    : transport_(transport) {
   const nlohmann::json& root = doc.root;
   for (const auto& [key, value] : root.items()) {
     if (!kSections.count(key)) {
@@ -128,7 +168,9 @@ Fabric::Fabric(const ScenarioDocument& doc, int threads) {
   routing_ = std::make_unique<RoutingTable>(topology_);
   flows_ = generate_traffic(root, topology_, run_.seed, doc.dir);
 
-  partitioning_ = partition_fabric(topology_, run_.threads);
+  const bool distributed = transport_ != nullptr && transport_->ranks() > 1;
+  if (distributed) run_.threads = 1;  // one partition per rank
+  partitioning_ = partition_fabric(topology_, distributed ? transport_->ranks() : run_.threads);
   for (uint32_t p = 0; p < partitioning_.partitions; ++p) {
     pools_.emplace_back(static_cast<uint16_t>(p), partitioning_.partitions);
   }
@@ -149,6 +191,10 @@ Fabric::Fabric(const ScenarioDocument& doc, int threads) {
   }
   sim_->set_partitions(partitioning_.partition_of, partitioning_.lookahead);
   sim_->set_between_windows([this] { PacketPool::return_packets(pools_); });
+  if (distributed) {
+    codec_ = std::make_unique<PacketCodec>(pools_);
+    sim_->set_transport(transport_, codec_.get());
+  }
   auto node_ports = [&](int v) -> std::vector<EgressPort>& {
     auto& c = static_cast<NetworkNode&>(sim_->component(static_cast<ComponentId>(v)));
     return c.ports();
@@ -264,6 +310,25 @@ RunResult Fabric::run(const Simulator::Progress& progress) {
     for (const QueueSample& q : switches_[s]->queue_samples()) {
       r.queue_samples.push_back({q.time, first_port[v] + q.port, q.bytes});
     }
+  }
+  if (sim_->distributed()) {
+    const std::vector<std::string> texts =
+        transport_->gather(encode_result(r, sim_->component_fingerprints()));
+    if (transport_->rank() == 0) {
+      RunResult merged = merge_results(texts, run_.seed);
+      for (FlowRecord& f : merged.flows) f.spec = r.flows[f.spec.id].spec;
+      std::swap(r.flows, merged.flows);
+      std::swap(r.ports, merged.ports);
+      std::swap(r.queue_samples, merged.queue_samples);
+      std::swap(r.pauses, merged.pauses);
+      std::swap(r.buffers, merged.buffers);
+      std::swap(r.buffer_samples, merged.buffer_samples);
+      std::swap(r.rate_samples, merged.rate_samples);
+      r.fingerprint = merged.fingerprint;
+      r.data_packets_sent = merged.data_packets_sent;
+      r.peak_packets_in_pool = merged.peak_packets_in_pool;
+    }
+    r.partitions = static_cast<int>(partitioning_.partitions);
   }
   return r;
 }

@@ -25,8 +25,11 @@ struct RunConfig {
 
 class Fabric {
  public:
-  // `threads` > 0 overrides run.threads.
-  explicit Fabric(const ScenarioDocument& scenario, int threads = 0);
+  // `threads` > 0 overrides run.threads. With a transport of several ranks (mpirun), each rank
+  // runs its share of the partitions (one per rank) and rank 0's run() returns the whole result.
+  explicit Fabric(const ScenarioDocument& scenario, int threads = 0,
+                  Transport* transport = nullptr);
+  ~Fabric();
 
   RunResult run(const Simulator::Progress& progress = {});
 
@@ -45,6 +48,8 @@ class Fabric {
   std::unique_ptr<RoutingTable> routing_;
   FabricPartitioning partitioning_;
   std::vector<PacketPool> pools_;  // one per partition
+  Transport* transport_ = nullptr;
+  std::unique_ptr<EventCodec> codec_;
   std::unique_ptr<Simulator> sim_;
   std::vector<HostNic*> nics_;
   std::vector<Switch*> switches_;

@@ -3,6 +3,7 @@
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 
+#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -49,11 +50,32 @@ void Simulator::set_partitions(const std::vector<uint32_t>& partition_of, Time l
 }
 
 void Simulator::deliver_mail() {
+  const bool distributed = this->distributed();
+  std::vector<std::vector<char>> outgoing(distributed ? static_cast<size_t>(transport_->ranks())
+                                                      : 0);
   for (auto& from : partitions_) {
     for (size_t to = 0; to < from->outbox.size(); ++to) {
-      for (const Event& e : from->outbox[to]) partitions_[to]->push_local(e);
+      for (const Event& e : from->outbox[to]) {
+        if (!distributed || owns(static_cast<uint32_t>(to))) {
+          partitions_[to]->push_local(e);
+          continue;
+        }
+        std::vector<char>& buffer = outgoing[to % outgoing.size()];
+        const auto partition = static_cast<uint32_t>(to);
+        buffer.insert(buffer.end(), reinterpret_cast<const char*>(&partition),
+                      reinterpret_cast<const char*>(&partition) + sizeof partition);
+        codec_->encode(e, buffer);
+      }
       from->outbox[to].clear();
     }
+  }
+  if (!distributed) return;
+  const std::vector<char> incoming = transport_->exchange(outgoing);
+  for (const char* in = incoming.data(); in < incoming.data() + incoming.size();) {
+    uint32_t partition = 0;
+    std::memcpy(&partition, in, sizeof partition);
+    in += sizeof partition;
+    partitions_[partition]->push_local(codec_->decode(in, partition));
   }
 }
 
@@ -104,9 +126,15 @@ RunCounters Simulator::run(Time end, const Progress& progress, int threads) {
     int64_t held = 0;
     Time next = Time::max();
     for (const auto& p : partitions_) {
+      if (!owns(p->index)) continue;
       foreground += p->foreground;
       held += p->held;
       if (!p->queue.empty()) next = std::min(next, p->queue.top().time);
+    }
+    if (distributed()) {
+      foreground = transport_->sum(foreground);
+      held = transport_->sum(held);
+      next = Time{transport_->min(next.ps)};
     }
     if (foreground == 0 && held == 0) {
       stopped_by_work = true;
@@ -123,12 +151,14 @@ RunCounters Simulator::run(Time end, const Progress& progress, int threads) {
     if (alone) {
       // One partition: the whole run is one window, taken in chunks to report progress.
       Partition& p = *partitions_[0];
-      run_window<true>(p, window_end, end, uint64_t{1} << 18);
+      if (owns(0)) run_window<true>(p, window_end, end, uint64_t{1} << 18);
       if (progress) progress(p.now, p.events);
     } else {
       arena.execute([&] {
         tbb::parallel_for(size_t{0}, partitions_.size(), [&](size_t i) {
-          run_window<false>(*partitions_[i], window_end, end, UINT64_MAX);
+          if (owns(static_cast<uint32_t>(i))) {
+            run_window<false>(*partitions_[i], window_end, end, UINT64_MAX);
+          }
         });
       });
       if (progress) {
@@ -144,8 +174,12 @@ RunCounters Simulator::run(Time end, const Progress& progress, int threads) {
     if (!alone) ++counters.windows;
   }
   unsigned __int128 stop = 0;
-  for (const auto& p : partitions_) stop = std::max(stop, p->last_foreground);
   for (const auto& p : partitions_) {
+    if (owns(p->index)) stop = std::max(stop, p->last_foreground);
+  }
+  if (distributed()) stop = transport_->max(stop);
+  for (const auto& p : partitions_) {
+    if (!owns(p->index)) continue;
     if (stopped_by_work) {
       for (const auto& [order, component] : p->window_background) {
         if (order <= stop) continue;
@@ -156,14 +190,29 @@ RunCounters Simulator::run(Time end, const Progress& progress, int threads) {
     counters.events += p->events;
     counters.last_event_time = std::max(counters.last_event_time, p->last_event_time);
   }
+  if (distributed()) {
+    counters.events = transport_->sum(counters.events);
+    counters.last_event_time = Time{-transport_->min(-counters.last_event_time.ps)};
+  }
   if (stopped_by_work && !alone) counters.last_event_time = Time{static_cast<int64_t>(stop >> 64)};
   return counters;
 }
 
-uint64_t Simulator::fingerprint() const {
-  uint64_t fp = mix64(seed_, components_.size());
-  for (const auto& c : components_) fp = mix64(fp, c->fingerprint());
+std::vector<uint64_t> Simulator::component_fingerprints() const {
+  std::vector<uint64_t> parts;
+  parts.reserve(components_.size());
+  for (const auto& c : components_) parts.push_back(c->fingerprint());
+  return parts;
+}
+
+uint64_t Simulator::combine_fingerprints(uint64_t seed, const std::vector<uint64_t>& parts) {
+  uint64_t fp = mix64(seed, parts.size());
+  for (uint64_t part : parts) fp = mix64(fp, part);
   return fp;
+}
+
+uint64_t Simulator::fingerprint() const {
+  return combine_fingerprints(seed_, component_fingerprints());
 }
 
 }  // namespace fabtwin

@@ -11,6 +11,7 @@
 
 #include "sim/component.h"
 #include "sim/partition.h"
+#include "sim/transport.h"
 
 namespace fabtwin {
 
@@ -49,6 +50,22 @@ class Simulator {
   // The run's fingerprint: component hashes combined in component-id order.
   uint64_t fingerprint() const;
 
+  // Spreads the partitions over processes: partition p runs on rank p % ranks. The codec
+  // carries events (and their payloads) to partitions on other ranks.
+  void set_transport(Transport* transport, EventCodec* codec) {
+    transport_ = transport;
+    codec_ = codec;
+  }
+  bool owns(uint32_t partition) const {
+    return !distributed() ||
+           static_cast<int>(partition % static_cast<uint32_t>(transport_->ranks())) ==
+               transport_->rank();
+  }
+  bool distributed() const { return transport_ != nullptr && transport_->ranks() > 1; }
+  // Each component's fingerprint (0 for components another rank runs), and how they combine.
+  std::vector<uint64_t> component_fingerprints() const;
+  static uint64_t combine_fingerprints(uint64_t seed, const std::vector<uint64_t>& parts);
+
   // Called between windows, with no partition running (packet pools balance their free lists).
   void set_between_windows(std::function<void()> f) { between_windows_ = std::move(f); }
 
@@ -64,6 +81,8 @@ class Simulator {
   std::vector<std::unique_ptr<Partition>> partitions_;
   Time lookahead_ = Time::max();
   std::function<void()> between_windows_;
+  Transport* transport_ = nullptr;
+  EventCodec* codec_ = nullptr;
 };
 
 inline Time Component::now() const {

@@ -4,6 +4,7 @@
 #include <boost/program_options.hpp>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
 #include "models/fabric.h"
@@ -11,6 +12,11 @@
 #include "sim/cli/describe.h"
 #include "sim/cli/report.h"
 #include "sim/cli/validation.h"
+#ifdef FABTWIN_HAVE_MPI
+#include <mpi.h>
+
+#include "sim/mpi_transport.h"
+#endif
 
 namespace po = boost::program_options;
 using namespace fabtwin;
@@ -50,7 +56,7 @@ Simulator::Progress progress_line(Time end) {
   };
 }
 
-int command_run(const std::vector<std::string>& args) {
+int command_run(const std::vector<std::string>& args, Transport* transport) {
   po::options_description opts("fabtwin run SCENARIO");
   std::vector<std::string> sets;
   std::string out, json;
@@ -72,11 +78,13 @@ int command_run(const std::vector<std::string>& args) {
   }
   const ScenarioDocument doc = load_scenario(vm["scenario"].as<std::string>(), sets);
   if (threads < 0) throw po::error("--threads must be 0 or more");
-  Fabric fabric(doc, threads);
+  Fabric fabric(doc, threads, transport);
   if (out.empty() && doc.root.contains("output") && doc.root["output"].contains("hdf5")) {
     out = doc.root["output"]["hdf5"].get<std::string>();
   }
-  const RunResult result = fabric.run(progress_line(fabric.run_config().end));
+  const bool root = transport == nullptr || transport->rank() == 0;
+  const RunResult result = fabric.run(root ? progress_line(fabric.run_config().end) : nullptr);
+  if (!root) return 0;  // rank 0 reports and writes the results of every rank
   if (::isatty(STDERR_FILENO)) std::fprintf(stderr, "\r%80s\r", "");
   print_summary(result, std::cout);
   if (!out.empty()) {
@@ -101,21 +109,47 @@ int main(int argc, char** argv) {
   }
   const std::string command = args[0];
   args.erase(args.begin());
+  Transport* transport = nullptr;
+#ifdef FABTWIN_HAVE_MPI
+  // Under mpirun the ranks share one run; started plainly, fabtwin does not touch MPI.
+  std::unique_ptr<MpiTransport> mpi;
+  const bool under_mpirun = std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE");
+  if (under_mpirun && command == "run") {
+    MPI_Init(&argc, &argv);
+    mpi = std::make_unique<MpiTransport>();
+    transport = mpi.get();
+  }
+  struct Finalize {
+    bool on;
+    ~Finalize() {
+      if (on) MPI_Finalize();
+    }
+  } finalize{transport != nullptr};
+  // One rank failing would leave the others waiting in a collective: stop them all.
+  auto fail = [&](int code) {
+    if (transport != nullptr && transport->ranks() > 1) MPI_Abort(MPI_COMM_WORLD, code);
+    return code;
+  };
+#else
+  auto fail = [](int code) { return code; };
+#endif
+  const bool quiet = transport != nullptr && transport->rank() != 0;
   try {
-    if (command == "run") return command_run(args);
+    if (command == "run") return command_run(args, transport);
     if (command == "describe") return command_describe(args);
     if (command == "validate") return command_validate(args);
     if (command == "bench") return command_bench(args);
     std::cerr << "fabtwin: unknown command \"" << command << "\"\n\n" << kUsage;
     return 2;
   } catch (const ScenarioError& e) {
-    std::cerr << "fabtwin: " << e.what() << "\n";
+    // Every rank reads the same scenario, so every rank stops here alike; one of them says so.
+    if (!quiet) std::cerr << "fabtwin: " << e.what() << "\n";
     return 2;
   } catch (const po::error& e) {
-    std::cerr << "fabtwin " << command << ": " << e.what() << "\n";
+    if (!quiet) std::cerr << "fabtwin " << command << ": " << e.what() << "\n";
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "fabtwin: error: " << e.what() << "\n";
-    return 1;
+    return fail(1);
   }
 }
