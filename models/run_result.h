@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "models/collective_result.h"
 #include "models/egress_port.h"
 #include "models/flow.h"
 
@@ -94,6 +95,11 @@ struct RunResult {
   std::vector<BufferSampleRecord> buffer_samples;
   std::string congestion_control;  // "none" or "dcqcn (PROFILE)"
   std::vector<RateSampleRecord> rate_samples;
+  // GPUs (rank r of a collective is gpus index CollectiveRow::gpus[r]) and NCCL collectives.
+  std::vector<std::string> gpus;  // "node3/gpu5"
+  std::vector<CollectiveRow> collectives;
+  std::vector<CollectiveStepRecord> collective_steps;  // by (row, iteration, rank, channel, lane, start)
+  std::vector<CollectiveTransferRecord> collective_transfers;  // by (row, iteration, posted, channel, src)
 };
 
 }  // namespace fabtwin

@@ -1,0 +1,1 @@
+// models/collective: filled in below.

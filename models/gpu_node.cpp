@@ -1,0 +1,1 @@
+// models/gpu_node: filled in below.

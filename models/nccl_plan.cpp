@@ -1,0 +1,1 @@
+// models/nccl_plan: filled in below.

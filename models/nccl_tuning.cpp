@@ -1,0 +1,1 @@
+// models/nccl_tuning: filled in below.

@@ -1,0 +1,1 @@
+// sim/cli/nccl_table: filled in below.

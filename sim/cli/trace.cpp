@@ -1,0 +1,1 @@
+// sim/cli/trace: filled in below.

@@ -1,0 +1,1 @@
+// test_collective_output: filled in below.

@@ -1,0 +1,1 @@
+// test_collectives: filled in below.

@@ -1,0 +1,1 @@
+// test_nccl_tuning: filled in below.

@@ -1,0 +1,1 @@
+// test_rail_topology: filled in below.
