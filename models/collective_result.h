@@ -41,12 +41,12 @@ enum class CollectiveTransport : uint8_t { None = 0, NvLink = 1, Net = 2 };
 // it on. `start` is when its inputs and buffer credits were all present and the channel's GPU
 // work began; `end` is when that work finished and the send was posted.
 struct CollectiveStepRecord {
-  uint32_t row = 0;  // index into RunResult::collectives
+  uint32_t row = 0;        // index into RunResult::collectives
   uint32_t iteration = 0;  // 0-based, warm-up iterations first
   uint32_t rank = 0;
   uint16_t channel = 0;
-  uint16_t lane = 0;  // 0; tree all-reduce: 0 = reduce up, 1 = broadcast down
-  uint32_t step = 0;  // NCCL step within the channel's loop sequence
+  uint16_t lane = 0;       // 0; tree all-reduce: 0 = reduce up, 1 = broadcast down
+  uint32_t step = 0;       // NCCL step within the channel's loop sequence
   int32_t recv_peer = -1;  // rank it received from (the first, for tree reductions)
   int32_t send_peer = -1;  // rank it sent to (the first, for tree broadcasts)
   int64_t bytes = 0;

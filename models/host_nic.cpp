@@ -109,14 +109,54 @@ void HostNic::connect_send_qp(uint32_t qp, uint32_t receiver_qp) {
   send_qps_[qp].receiver_qp = receiver_qp;
 }
 
+uint32_t HostNic::add_connection_send_qp(uint32_t connection, int dst, int dscp, uint32_t lane,
+                                         uint32_t lanes) {
+  const uint32_t qp = add_send_qp({connection, host_, dst, Bytes{0}, Time{}, dscp});
+  SendQp& q = send_qps_[qp];
+  q.connection = true;
+  q.lane = lane;
+  q.lanes = lanes;
+  return qp;
+}
+
+uint32_t HostNic::add_connection_receive_qp(uint32_t connection, int src, int dscp,
+                                            uint32_t sender_qp, uint32_t lane, uint32_t lanes) {
+  const uint32_t rq = add_receive_qp({connection, src, host_, Bytes{0}, Time{}, dscp}, sender_qp);
+  ReceiveQp& r = receive_qps_[rq];
+  r.connection = true;
+  r.lane = lane;
+  r.lanes = lanes;
+  r.packets = UINT32_MAX;
+  return rq;
+}
+
+// A message of `bytes` (an RDMA WRITE; an empty one is still one packet) joins the QP's queue.
+void HostNic::post_message(uint32_t qp, int64_t bytes) {
+  SendQp& q = send_qps_[qp];
+  const int64_t mtu = config_.mtu.count;
+  const int64_t packets = std::max<int64_t>(1, (bytes + mtu - 1) / mtu);
+  q.packets += static_cast<uint32_t>(packets);
+  q.flow.size.count += bytes;
+  q.messages.emplace_back(q.packets, static_cast<int32_t>(bytes - (packets - 1) * mtu));
+  if (q.unacked_psn + packets == q.packets) q.deadline = now() + config_.ack_timeout;
+  activate(qp);
+  pump();
+}
+
+void HostNic::notify_host(uint32_t kind, uint32_t connection, uint64_t sequence) {
+  schedule(now() + config_.host_latency, host_component_, kind,
+           static_cast<uint64_t>(connection) << 32 | sequence);
+}
+
 void HostNic::begin() {
   start_order_.resize(send_qps_.size());
   for (uint32_t i = 0; i < send_qps_.size(); ++i) start_order_[i] = i;
+  std::erase_if(start_order_, [&](uint32_t qp) { return send_qps_[qp].connection; });
   std::sort(start_order_.begin(), start_order_.end(), [&](uint32_t a, uint32_t b) {
     const FlowSpec &fa = send_qps_[a].flow, &fb = send_qps_[b].flow;
     return fa.start < fb.start || (fa.start == fb.start && fa.id < fb.id);
   });
-  for (size_t i = 0; i < send_qps_.size(); ++i) hold_work();  // released as each completes
+  for (size_t i = 0; i < start_order_.size(); ++i) hold_work();  // released as flows complete
   if (config_.dcqcn && config_.rate_sample_interval.ps > 0 && !send_qps_.empty()) {
     schedule_self(now() + config_.rate_sample_interval, kRateSample, 0);
   }
@@ -153,7 +193,7 @@ void HostNic::on_timer(const Event& e) {
     case kAckTimeout: {
       SendQp& qp = send_qps_[e.data];
       qp.timer_scheduled = false;
-      if (qp.done) break;
+      if (qp.done || qp.unacked_psn >= qp.packets) break;  // nothing outstanding
       if (now() < qp.deadline) {
         arm_timer(qp);
         break;
@@ -169,6 +209,11 @@ void HostNic::on_timer(const Event& e) {
       wake_at_ = Time::max();
       pump();
       break;
+    case kNicPostMessage:
+      post_message(static_cast<uint32_t>(e.data >> 40),
+                   static_cast<int64_t>(e.data & ((uint64_t{1} << 40) - 1)));
+      break;
+
     case kRxDrained: {
       Packet* p = rx_buffer_.pop().packet;
       const int prio = p->priority;
@@ -262,6 +307,13 @@ void HostNic::pump() {
 }
 
 bool HostNic::send_next_data_packet() {
+  if (dma_ready_ > now()) {  // the DMA engine is still reading the previous payload
+    if (!rotation_.empty() && dma_ready_ < wake_at_) {
+      wake_at_ = dma_ready_;
+      schedule_self(dma_ready_, kPacingWake, 0);
+    }
+    return false;
+  }
   Time earliest = Time::max();
   for (size_t tried = 0; tried < rotation_.size(); ++tried) {
     if (rotation_next_ >= rotation_.size()) rotation_next_ = 0;
@@ -278,7 +330,6 @@ bool HostNic::send_next_data_packet() {
     }
     Packet* p = pool_.acquire();
     const uint32_t psn = qp.next_psn++;
-    const int64_t offset = static_cast<int64_t>(psn) * config_.mtu.count;
     p->type = PacketType::Data;
     p->flow = qp.flow.id;
     p->src_host = static_cast<uint32_t>(host_);
@@ -287,9 +338,26 @@ bool HostNic::send_next_data_packet() {
     p->receiver_qp = qp.receiver_qp;
     p->psn = psn;
     p->ecmp_hash = qp.hash;
-    p->payload =
-        static_cast<int32_t>(std::min<int64_t>(config_.mtu.count, qp.flow.size.count - offset));
-    p->frame = roce::data_frame(p->payload, psn == 0);
+    bool first = psn == 0;
+    if (qp.connection) {
+      // The message holding this PSN (a go-back-N rewind may move back over several).
+      if (qp.cursor > 0 && psn < qp.messages[qp.cursor - 1].first) {
+        qp.cursor = static_cast<uint32_t>(
+            std::upper_bound(qp.messages.begin(), qp.messages.end(), psn,
+                             [](uint32_t v, const auto& m) { return v < m.first; }) -
+            qp.messages.begin());
+      }
+      while (qp.messages[qp.cursor].first <= psn) ++qp.cursor;
+      const auto [end, last_payload] = qp.messages[qp.cursor];
+      first = psn == (qp.cursor == 0 ? 0 : qp.messages[qp.cursor - 1].first);
+      p->payload = psn + 1 == end ? last_payload : static_cast<int32_t>(config_.mtu.count);
+      if (psn + 1 == end) p->message = qp.cursor + 1;
+    } else {
+      const int64_t offset = static_cast<int64_t>(psn) * config_.mtu.count;
+      p->payload =
+          static_cast<int32_t>(std::min<int64_t>(config_.mtu.count, qp.flow.size.count - offset));
+    }
+    p->frame = roce::data_frame(p->payload, first);
     p->priority = static_cast<uint8_t>(qp.priority);
     p->dscp = static_cast<uint8_t>(qp.flow.dscp);
     p->ecn = Ecn::Ect0;
@@ -305,6 +373,9 @@ bool HostNic::send_next_data_packet() {
     if (qp.rate < ports_[0].rate) qp.next_send = now() + roce::wire_time(p->frame, qp.rate);
     ++qp.record.packets_sent;
     ++data_packets_sent_;
+    if (config_.tx_dma_rate.bps > 0) {
+      dma_ready_ = now() + roce::wire_time(p->payload, config_.tx_dma_rate);
+    }
     arm_timer(qp);
     if (qp.next_psn >= qp.packets) {  // everything sent; leaves the rotation until a rewind
       qp.active = false;
@@ -391,8 +462,11 @@ void HostNic::on_data(Packet* p) {
     rq.bytes += p->payload;
     rq.nak_outstanding = false;
     if (rq.expected_psn == rq.packets) rq.last_byte = now();
+    if (rq.connection && p->message != 0) {
+      notify_host(kNicMessageArrived, rq.flow, uint64_t{p->message - 1} * rq.lanes + rq.lane);
+    }
     if (rq.expected_psn % static_cast<uint32_t>(config_.ack_every) == 0 ||
-        rq.expected_psn == rq.packets) {
+        rq.expected_psn == rq.packets || p->message != 0) {
       send_control(PacketType::Ack, rq);
     }
   } else if (p->psn > rq.expected_psn) {
@@ -481,6 +555,17 @@ void HostNic::on_ack(const Packet& p) {
   if (qp.next_psn < qp.unacked_psn) qp.next_psn = qp.unacked_psn;
   qp.deadline = now() + config_.ack_timeout;
   if (qp.cc) qp.cc->on_ack(now());
+  if (qp.connection) {
+    while (qp.acked_messages < qp.messages.size() &&
+           qp.messages[qp.acked_messages].first <= qp.unacked_psn) {
+      notify_host(kNicMessageAcked, qp.flow.id, uint64_t{qp.acked_messages++} * qp.lanes + qp.lane);
+    }
+    if (qp.unacked_psn >= qp.packets && qp.active) {
+      qp.active = false;
+      rotation_.erase(std::find(rotation_.begin(), rotation_.end(), p.sender_qp));
+    }
+    return;
+  }
   if (qp.unacked_psn >= qp.packets) {
     complete(qp);
     if (qp.active) {
@@ -509,6 +594,7 @@ void HostNic::on_nak(const Packet& p) {
 
 void HostNic::collect(std::vector<FlowRecord>& records) const {
   for (const SendQp& qp : send_qps_) {
+    if (qp.connection) continue;
     FlowRecord& r = records[qp.flow.id];
     const int64_t received = r.bytes_received;
     const Time last = r.last_byte_received;
@@ -520,6 +606,7 @@ void HostNic::collect(std::vector<FlowRecord>& records) const {
     if (qp.cc) r.rate_cuts = qp.cc->state(now()).cuts;
   }
   for (const ReceiveQp& rq : receive_qps_) {
+    if (rq.connection) continue;
     records[rq.flow].bytes_received = rq.bytes;
     records[rq.flow].last_byte_received = rq.last_byte;
     records[rq.flow].cnps_sent = rq.cnps;

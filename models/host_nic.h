@@ -30,7 +30,21 @@ struct NicConfig {
   bool dcqcn = false;              // nic.cc.algorithm
   DcqcnConfig dcqcn_config;
   Time rate_sample_interval{};  // output.rate_sample_interval (0: no rate traces)
+  // Host side of the NIC (set for GPU nodes): DMA reads of payload over PCIe pace transmission
+  // when slower than the link; notifications reach the GPU node `host_latency` after the event.
+  BitsPerSec tx_dma_rate{};  // 0: not a bottleneck
+  Time host_latency{};
 };
+
+// Events a NIC sends to its host (the GPU node component) about connection QPs; data =
+// connection << 32 | the message's sequence number on the connection.
+inline constexpr uint32_t kNicMessageArrived = 0x40;  // in order, all of it, at the responder
+inline constexpr uint32_t kNicMessageAcked = 0x41;    // acknowledged, at the requester
+// The event a host sends to its NIC to post a message on a connection QP (see post_data()).
+inline constexpr uint32_t kNicPostMessage = 0x42;
+inline uint64_t post_data(uint32_t qp, int64_t bytes) {
+  return static_cast<uint64_t>(qp) << 40 | static_cast<uint64_t>(bytes);
+}
 
 // One sample of a queue pair's congestion-control state.
 struct RateSample {
@@ -48,6 +62,14 @@ class HostNic final : public NetworkNode {
   uint32_t add_send_qp(const FlowSpec& flow);
   uint32_t add_receive_qp(const FlowSpec& flow, uint32_t sender_qp);
   void connect_send_qp(uint32_t qp, uint32_t receiver_qp);
+  // Connection QPs: one of `lanes` QPs of a persistent connection (NCCL's QPs per connection,
+  // messages alternating over them). Messages are posted at run time by the host component
+  // (kNicPostMessage events) and reported back to it; they are not flows.
+  uint32_t add_connection_send_qp(uint32_t connection, int dst, int dscp, uint32_t lane,
+                                  uint32_t lanes);
+  uint32_t add_connection_receive_qp(uint32_t connection, int src, int dscp, uint32_t sender_qp,
+                                     uint32_t lane, uint32_t lanes);
+  void set_host(ComponentId host) { host_component_ = host; }
   // Schedules the first flow start; call once the NIC is added to a simulator.
   void begin();
 
@@ -99,6 +121,13 @@ class HostNic final : public NetworkNode {
     Time cc_timer_at = Time::max();         // a kCcTimer event is pending for this time
     bool started = false;
     FlowRecord record;
+    // Connection QPs only: the messages posted so far (one past the last PSN of each, and the
+    // payload of that last packet), the one holding next_psn, and how many are acknowledged.
+    bool connection = false;
+    uint32_t lane = 0, lanes = 1;
+    std::vector<std::pair<uint32_t, int32_t>> messages;
+    uint32_t cursor = 0;
+    uint32_t acked_messages = 0;
   };
   struct ReceiveQp {
     uint32_t flow = 0;
@@ -115,6 +144,8 @@ class HostNic final : public NetworkNode {
     bool cnp_sent = false;  // notification point: a CNP has been sent, at last_cnp
     Time last_cnp{};
     int64_t cnps = 0;
+    bool connection = false;  // `flow` is then the connection id
+    uint32_t lane = 0, lanes = 1;
   };
 
   void complete(SendQp& qp);
@@ -133,6 +164,8 @@ class HostNic final : public NetworkNode {
   void send_control(PacketType type, const ReceiveQp& rq);
   void arm_timer(SendQp& qp);
   void go_back_to(SendQp& qp, uint32_t psn);
+  void post_message(uint32_t qp, int64_t bytes);
+  void notify_host(uint32_t kind, uint32_t connection, uint64_t sequence);
 
   int host_;
   NicConfig config_;
@@ -149,6 +182,8 @@ class HostNic final : public NetworkNode {
   std::vector<RateSample> rate_samples_;
   std::vector<std::pair<unsigned __int128, size_t>> sample_events_;  // for undoing
   int64_t data_packets_sent_ = 0;
+  Time dma_ready_{};  // tx_dma_rate: the next payload has been read from host memory
+  ComponentId host_component_ = 0;
 };
 
 }  // namespace fabtwin

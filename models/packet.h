@@ -32,6 +32,7 @@ struct Packet {
   Ecn ecn = Ecn::NotEct;
   uint16_t ingress_port = 0;  // set by a switch on arrival
   uint16_t home = 0;          // the pool (partition) it belongs to
+  uint32_t message = 0;       // connection QPs: on a message's last packet, 1 + its index on the QP
   Time sent{};                // when the NIC put it on the wire
   Packet* next_free = nullptr;
 };

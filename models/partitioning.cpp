@@ -18,6 +18,20 @@ FabricPartitioning partition_fabric(const Topology& topo, int parts) {
   for (int v = 0; v < n; ++v) {
     if (topo.nodes[v].kind == NodeKind::Switch) switches.push_back(v);
   }
+  // Every NIC of a GPU node goes with the switch that the node's first NIC hangs off (its home),
+  // so that a node's NICs share a partition; the links of its other NICs may be cut.
+  const int per_node = std::max(1, topo.nics_per_node);
+  std::vector<int> home(topo.hosts, -1);
+  for (int first = 0; first < topo.hosts; first += per_node) {
+    int sw = -1;
+    for (int w : neighbours[first]) {
+      if (topo.nodes[w].kind == NodeKind::Switch) {
+        sw = w;
+        break;
+      }
+    }
+    for (int h = first; h < std::min(topo.hosts, first + per_node); ++h) home[h] = sw;
+  }
   parts = std::max(1, std::min(parts, static_cast<int>(switches.size())));
   if (parts > 1) {
     // Breadth-first order over switches, starting from the first, neighbours by id.
@@ -41,14 +55,14 @@ FabricPartitioning partition_fabric(const Topology& topo, int parts) {
         }
       }
     }
-    // Weight: a switch's ports plus two per attached host (its NIC's work).
+    // Weight: a switch's ports plus two per host that goes with it (its NIC's work).
     std::vector<int64_t> weight(n, 0);
-    int64_t total = 0;
-    for (int v : order) {
-      weight[v] = topo.nodes[v].ports;
-      for (int w : neighbours[v]) weight[v] += topo.nodes[w].kind == NodeKind::Host ? 2 : 0;
-      total += weight[v];
+    for (int v : switches) weight[v] = topo.nodes[v].ports;
+    for (int h = 0; h < topo.hosts; ++h) {
+      if (home[h] >= 0) weight[home[h]] += 2;
     }
+    int64_t total = 0;
+    for (int v : order) total += weight[v];
     int64_t acc = 0;
     for (int v : order) {
       const auto part = static_cast<uint32_t>(std::min<int64_t>(parts - 1, acc * parts / total));
@@ -57,12 +71,7 @@ FabricPartitioning partition_fabric(const Topology& topo, int parts) {
     }
   }
   for (int h = 0; h < topo.hosts; ++h) {
-    for (int w : neighbours[h]) {
-      if (topo.nodes[w].kind == NodeKind::Switch) {
-        result.partition_of[h] = result.partition_of[w];
-        break;
-      }
-    }
+    if (home[h] >= 0) result.partition_of[h] = result.partition_of[home[h]];
   }
   for (const TopologyLink& l : topo.links) {
     if (result.partition_of[l.a] == result.partition_of[l.b]) continue;

@@ -98,8 +98,10 @@ struct RunResult {
   // GPUs (rank r of a collective is gpus index CollectiveRow::gpus[r]) and NCCL collectives.
   std::vector<std::string> gpus;  // "node3/gpu5"
   std::vector<CollectiveRow> collectives;
-  std::vector<CollectiveStepRecord> collective_steps;  // by (row, iteration, rank, channel, lane, start)
-  std::vector<CollectiveTransferRecord> collective_transfers;  // by (row, iteration, posted, channel, src)
+  std::vector<CollectiveStepRecord>
+      collective_steps;  // by (row, iteration, rank, channel, lane, start)
+  std::vector<CollectiveTransferRecord>
+      collective_transfers;  // by (row, iteration, posted, channel, src)
 };
 
 }  // namespace fabtwin
