@@ -39,8 +39,9 @@ const ParamGroup kOutputParams{
         {"queue_sample_interval", ParamType::Time, "\"10us\"",
          "period of the per-port queue-depth samples; \"0us\" turns them off", "fabtwin"},
     }};
-const std::set<std::string> kSections{"topology", "fabric", "nic",         "routing", "traffic",
-                                      "run",      "output", "description", "$schema"};
+const std::set<std::string> kSections{"topology", "fabric",      "nic",    "routing",
+                                      "traffic",  "gpu",         "nccl",   "run",
+                                      "output",   "description", "$schema"};
 const ParamGroup kFabricParams{"fabric",
                                "fabric",
                                "Fabric sections",
@@ -105,6 +106,8 @@ std::vector<const ParamGroup*> all_param_groups() {
   for (const ParamGroup* g : dcqcn_param_groups()) groups.push_back(g);
   groups.push_back(&kRoutingParams);
   for (const ParamGroup* g : traffic_param_groups()) groups.push_back(g);
+  groups.push_back(&kCollectiveParams);
+  for (const ParamGroup* g : collective_param_groups()) groups.push_back(g);
   groups.push_back(&kRunParams);
   groups.push_back(&kOutputParams);
   return groups;
@@ -129,7 +132,8 @@ Fabric::Fabric(const ScenarioDocument& doc, int threads, Transport* transport)
     if (!kSections.count(key)) {
       throw ScenarioError(key,
                           "unknown section; a scenario has topology, fabric, nic, routing, "
-                          "traffic, run, output (and extends, description, $schema)");
+                          "traffic, gpu, nccl, run, output (and extends, description, "
+                          "$schema)");
     }
   }
   if (root.contains("description") && !root["description"].is_string()) {
@@ -167,8 +171,24 @@ Fabric::Fabric(const ScenarioDocument& doc, int threads, Transport* transport)
 
   routing_ = std::make_unique<RoutingTable>(topology_);
   flows_ = generate_traffic(root, topology_, run_.seed, doc.dir);
+  collectives_ = std::make_unique<CollectiveSetup>(read_collectives(root, topology_));
+  if (!collectives_->empty()) {
+    // GPU nodes: the NICs sit on PCIe (a bottleneck only when slower than the link).
+    const GpuConfig& gpu = collectives_->gpu;
+    const BitsPerSec host_rate = topology_.links.front().rate;
+    if (gpu.nic_dma_rate() < host_rate) {
+      nic_config.tx_dma_rate = gpu.nic_dma_rate();
+      if (nic_config.rx_drain_rate.bps == 0) nic_config.rx_drain_rate = gpu.nic_dma_rate();
+    }
+    nic_config.host_latency = gpu.pcie_latency;
+  }
 
   const bool distributed = transport_ != nullptr && transport_->ranks() > 1;
+  if (distributed && !collectives_->empty()) {
+    throw ScenarioError("traffic",
+                        "collective traffic runs in one process (use threads: "
+                        "--threads N); it is not supported under mpirun yet");
+  }
   if (distributed) run_.threads = 1;  // one partition per rank
   partitioning_ = partition_fabric(topology_, distributed ? transport_->ranks() : run_.threads);
   for (uint32_t p = 0; p < partitioning_.partitions; ++p) {
@@ -189,7 +209,34 @@ Fabric::Fabric(const ScenarioDocument& doc, int threads, Transport* transport)
       sim_->add(std::move(sw));
     }
   }
-  sim_->set_partitions(partitioning_.partition_of, partitioning_.lookahead);
+  std::vector<uint32_t> partition_of = partitioning_.partition_of;
+  if (!collectives_->empty()) {
+    // One GPU node component per node that has ranks, in the partition of its NICs.
+    std::vector<bool> used(static_cast<size_t>(topology_.gpu_nodes()), false);
+    for (const std::vector<int>& nodes : collectives_->spec_nodes) {
+      for (int v : nodes) used[v] = true;
+    }
+    std::vector<ComponentId> ids(used.size(), 0);
+    ComponentId next = static_cast<ComponentId>(sim_->component_count());
+    for (size_t v = 0; v < used.size(); ++v) {
+      if (used[v]) ids[v] = next++;
+    }
+    for (int v = 0; v < static_cast<int>(used.size()); ++v) {
+      if (!used[v]) continue;
+      std::vector<ComponentId> nics;
+      for (int i = 0; i < topology_.nics_per_node; ++i) {
+        const int host = v * topology_.nics_per_node + i;
+        nics.push_back(static_cast<ComponentId>(host));
+        nics_[host]->set_host(ids[v]);
+      }
+      auto node = std::make_unique<GpuNode>("node" + std::to_string(v), v, *collectives_, topology_,
+                                            ids, nics);
+      gpu_nodes_.push_back(node.get());
+      sim_->add(std::move(node));
+      partition_of.push_back(partitioning_.partition_of[v * topology_.nics_per_node]);
+    }
+  }
+  sim_->set_partitions(partition_of, partitioning_.lookahead);
   sim_->set_between_windows([this] { PacketPool::return_packets(pools_); });
   if (distributed) {
     codec_ = std::make_unique<PacketCodec>(pools_);
@@ -218,8 +265,67 @@ Fabric::Fabric(const ScenarioDocument& doc, int threads, Transport* transport)
     const uint32_t rq = nics_[f.dst]->add_receive_qp(f, sq);
     nics_[f.src]->connect_send_qp(sq, rq);
   }
+  if (!collectives_->empty()) build_collectives();
   for (HostNic* nic : nics_) nic->begin();
   for (Switch* sw : switches_) sw->begin();
+  for (GpuNode* node : gpu_nodes_) node->begin();
+}
+
+// Every connection any size of any collective uses, with its NIC queue pairs, and the
+// latencies of the control messages (slot credits, barriers) that cross the network.
+void Fabric::build_collectives() {
+  CollectiveSetup& setup = *collectives_;
+  Time hop{};
+  for (const TopologyLink& l : topology_.links) {
+    hop = std::max(hop, l.delay + roce::wire_time(roce::ack_frame(), l.rate));
+  }
+  auto path = [&](int src_host, int dst_host) {
+    return hop * routing_->distance(src_host, dst_host) + setup.gpu.pcie_latency;
+  };
+  const int qps = setup.nccl.qps_per_connection;
+  for (const CollectiveOp& op : setup.ops) {
+    const CollectiveSpec& spec = setup.specs[op.spec];
+    const nccl::Plan plan = nccl::make_plan(op.plan, [](int) { return false; });
+    for (const nccl::Connection& c : plan.connections) {
+      const auto key = std::make_tuple(op.spec, c.src, c.dst, c.channel);
+      if (setup.connection_index.count(key)) continue;
+      const auto id = static_cast<uint32_t>(setup.connections.size());
+      setup.connection_index[key] = id;
+      CollectiveConnection conn;
+      conn.spec = op.spec;
+      conn.src_rank = c.src;
+      conn.dst_rank = c.dst;
+      conn.channel = c.channel;
+      const int src_gpu = spec.gpus[c.src], dst_gpu = spec.gpus[c.dst];
+      if (topology_.node_of_gpu(src_gpu) == topology_.node_of_gpu(dst_gpu)) {
+        conn.kind = LinkKind::NvLink;
+      } else {
+        conn.kind = LinkKind::Net;
+        conn.src_host = topology_.nic_of_gpu(src_gpu);
+        conn.dst_host = topology_.nic_of_gpu(dst_gpu);
+        for (int q = 0; q < qps; ++q) {
+          const uint32_t sq = nics_[conn.src_host]->add_connection_send_qp(
+              id, conn.dst_host, spec.dscp, static_cast<uint32_t>(q), static_cast<uint32_t>(qps));
+          const uint32_t rq = nics_[conn.dst_host]->add_connection_receive_qp(
+              id, conn.src_host, spec.dscp, sq, static_cast<uint32_t>(q),
+              static_cast<uint32_t>(qps));
+          nics_[conn.src_host]->connect_send_qp(sq, rq);
+          conn.send_qps.push_back(sq);
+        }
+        conn.credit_latency = path(conn.dst_host, conn.src_host);
+      }
+      setup.connections.push_back(std::move(conn));
+    }
+  }
+  for (uint32_t s = 0; s < setup.specs.size(); ++s) {
+    const std::vector<int>& nodes = setup.spec_nodes[s];
+    Time latency = setup.nccl.nvlink_step_latency;
+    const int first = nodes.front() * topology_.nics_per_node;
+    for (int v : nodes) {
+      if (v != nodes.front()) latency = std::max(latency, path(first, v * topology_.nics_per_node));
+    }
+    setup.barrier_latency.push_back(latency);
+  }
 }
 
 RunResult Fabric::run(const Simulator::Progress& progress) {
@@ -259,6 +365,7 @@ RunResult Fabric::run(const Simulator::Progress& progress) {
           {s.time, s.flow, s.state.rate.bps, s.state.target.bps, s.state.alpha});
     }
   }
+  if (!collectives_->empty()) collect_collectives(r);
   std::stable_sort(r.rate_samples.begin(), r.rate_samples.end(),
                    [](const RateSampleRecord& a, const RateSampleRecord& b) {
                      return a.time < b.time || (a.time == b.time && a.flow < b.flow);
@@ -331,6 +438,88 @@ RunResult Fabric::run(const Simulator::Progress& progress) {
     r.partitions = static_cast<int>(partitioning_.partitions);
   }
   return r;
+}
+
+}  // namespace fabtwin
+
+namespace fabtwin {
+
+// nccl-tests rows from the ranks' timings, and the timelines gathered from every GPU node.
+void Fabric::collect_collectives(RunResult& r) const {
+  const CollectiveSetup& setup = *collectives_;
+  for (int g = 0; g < topology_.gpus(); ++g) {
+    r.gpus.push_back("node" + std::to_string(topology_.node_of_gpu(g)) + "/gpu" +
+                     std::to_string(g % topology_.gpus_per_node));
+  }
+  std::vector<std::vector<RankTiming>> timings(setup.ops.size());
+  std::vector<NetMessage> posted, arrived;
+  for (const GpuNode* node : gpu_nodes_) {
+    for (const RankTiming& t : node->timings()) timings[t.op].push_back(t);
+    r.collective_steps.insert(r.collective_steps.end(), node->steps().begin(), node->steps().end());
+    r.collective_transfers.insert(r.collective_transfers.end(), node->nvlink_transfers().begin(),
+                                  node->nvlink_transfers().end());
+    posted.insert(posted.end(), node->posted().begin(), node->posted().end());
+    arrived.insert(arrived.end(), node->arrived().begin(), node->arrived().end());
+  }
+  auto by_message = [](const NetMessage& a, const NetMessage& b) {
+    return a.connection < b.connection || (a.connection == b.connection && a.sequence < b.sequence);
+  };
+  std::sort(posted.begin(), posted.end(), by_message);
+  std::sort(arrived.begin(), arrived.end(), by_message);
+  for (size_t i = 0, j = 0; i < posted.size(); ++i) {
+    const NetMessage& p = posted[i];
+    while (j < arrived.size() && by_message(arrived[j], p)) ++j;
+    const bool here = j < arrived.size() && !by_message(p, arrived[j]);
+    const CollectiveConnection& c = setup.connections[p.connection];
+    r.collective_transfers.push_back({p.op, p.iteration, static_cast<uint16_t>(c.channel),
+                                      CollectiveTransport::Net, static_cast<uint32_t>(c.src_rank),
+                                      static_cast<uint32_t>(c.dst_rank), p.bytes, p.time,
+                                      here ? arrived[j].time : Time{-1}});
+  }
+  std::sort(r.collective_steps.begin(), r.collective_steps.end(),
+            [](const CollectiveStepRecord& a, const CollectiveStepRecord& b) {
+              return std::tie(a.row, a.iteration, a.rank, a.channel, a.lane, a.start, a.step) <
+                     std::tie(b.row, b.iteration, b.rank, b.channel, b.lane, b.start, b.step);
+            });
+  std::sort(r.collective_transfers.begin(), r.collective_transfers.end(),
+            [](const CollectiveTransferRecord& a, const CollectiveTransferRecord& b) {
+              return std::tie(a.row, a.iteration, a.posted, a.channel, a.src_rank, a.dst_rank) <
+                     std::tie(b.row, b.iteration, b.posted, b.channel, b.src_rank, b.dst_rank);
+            });
+  for (uint32_t i = 0; i < setup.ops.size(); ++i) {
+    const CollectiveOp& op = setup.ops[i];
+    const CollectiveSpec& spec = setup.specs[op.spec];
+    const int ranks = static_cast<int>(spec.gpus.size());
+    CollectiveRow row;
+    row.generator = spec.generator;
+    row.op = nccl::name(spec.op);
+    const bool p2p = spec.op == nccl::Op::AllToAll || spec.op == nccl::Op::SendRecv;
+    row.algorithm = p2p ? "p2p" : nccl::name(op.plan.algorithm);
+    row.protocol = "Simple";
+    row.size = op.size;
+    row.count = nccl::element_count(spec.op, op.size, spec.type_bytes, ranks);
+    row.type = spec.type;
+    row.redop = spec.redop;
+    row.root = spec.op == nccl::Op::Broadcast || spec.op == nccl::Op::Reduce ? spec.root : -1;
+    row.ranks = ranks;
+    row.gpus.assign(spec.gpus.begin(), spec.gpus.end());
+    row.channels = op.plan.channels;
+    row.iterations = spec.iterations;
+    const std::vector<RankTiming>& t = timings[i];
+    if (static_cast<int>(t.size()) == ranks) {  // every rank finished this size
+      double sum = 0;
+      row.start = Time::max();
+      for (const RankTiming& x : t) {
+        sum += static_cast<double>((x.end - x.start).ps);
+        row.start = std::min(row.start, x.start);
+        row.end = std::max(row.end, x.end);
+      }
+      row.time_us = sum / ranks / spec.iterations / 1e6;
+      row.algbw = row.time_us > 0 ? static_cast<double>(op.size) / (row.time_us * 1e3) : 0;
+      row.busbw = row.algbw * nccl::bus_factor(spec.op, ranks);
+    }
+    r.collectives.push_back(std::move(row));
+  }
 }
 
 }  // namespace fabtwin

@@ -6,6 +6,8 @@
 #include <memory>
 #include <vector>
 
+#include "models/collective.h"
+#include "models/gpu_node.h"
 #include "models/host_nic.h"
 #include "models/partitioning.h"
 #include "models/routing.h"
@@ -55,6 +57,11 @@ class Fabric {
   std::vector<Switch*> switches_;
   std::vector<FlowSpec> flows_;
   std::string congestion_control_;
+  std::unique_ptr<CollectiveSetup> collectives_;
+  std::vector<GpuNode*> gpu_nodes_;
+
+  void build_collectives();
+  void collect_collectives(RunResult& r) const;
 };
 
 // Every parameter group fabtwin declares, in the order `fabtwin describe` prints them.

@@ -235,10 +235,11 @@ std::vector<FlowSpec> generate_traffic(const nlohmann::json& scenario, const Top
     if (!g.is_object() || !g.contains("type") || !g["type"].is_string()) {
       throw ScenarioError(path,
                           "expected an object with a \"type\" (flows, incast, permutation, "
-                          "all_to_all, poisson), found " +
+                          "all_to_all, poisson, collective), found " +
                               json_text(g));
     }
     const std::string type = g["type"].get<std::string>();
+    if (type == "collective") continue;  // GPU nodes run these (read_collectives)
     // Generator i draws from stream 2^40 + i, apart from every component's stream.
     Context c{topology, flows, Rng(seed, (uint64_t{1} << 40) + i)};
     const ParamGroup* group = type == "flows"         ? &kFlowsParams
@@ -250,7 +251,7 @@ std::vector<FlowSpec> generate_traffic(const nlohmann::json& scenario, const Top
     if (!group) {
       throw ScenarioError(path + ".type",
                           "expected one of flows, incast, permutation, all_to_all, "
-                          "poisson, found " +
+                          "poisson, collective, found " +
                               json_text(g["type"]));
     }
     ParamReader r(g, path, *group);

@@ -45,6 +45,12 @@ hid_t Hdf5File::fixed_string(size_t length) {
   return t;
 }
 
+void Hdf5File::group(const std::string& name) {
+  const hid_t g = checked(H5Gcreate2(file_, name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                          "group " + name);
+  H5Gclose(g);
+}
+
 namespace {
 template <typename Write>
 void scalar_attribute(hid_t file, const std::string& name, hid_t type, Write write) {

@@ -38,6 +38,9 @@ class Hdf5File {
     table(name, rows.data(), rows.size(), sizeof(Row), fields);
   }
 
+  // Creates group `name` (e.g. "collectives"), so that tables can be written as "name/table".
+  void group(const std::string& name);
+
   // A NUL-padded fixed-length string type of `length` bytes (owned by this file object).
   hid_t fixed_string(size_t length);
 

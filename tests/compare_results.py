@@ -18,12 +18,19 @@ with h5py.File(h5_a, "r") as fa, h5py.File(h5_b, "r") as fb:
             continue
         if name not in fa.attrs or name not in fb.attrs or fa.attrs[name] != fb.attrs[name]:
             failures.append(f"HDF5 attribute {name} differs")
-    for name in sorted(set(fa) | set(fb)):
-        if name not in fa or name not in fb:
+    # Datasets at any depth (schema 4 puts the collectives' tables in a group).
+    def dataset_names(h5):
+        names = []
+        h5.visititems(lambda name, item: names.append(name) if isinstance(item, h5py.Dataset) else None)
+        return set(names)
+
+    names_a, names_b = dataset_names(fa), dataset_names(fb)
+    for name in sorted(names_a | names_b):
+        if name not in names_a or name not in names_b:
             failures.append(f"HDF5 dataset {name} missing on one side")
         elif fa[name].shape != fb[name].shape or not np.array_equal(fa[name][:], fb[name][:]):
             failures.append(f"HDF5 dataset {name} differs ({fa[name].shape} vs {fb[name].shape})")
-    datasets = len(fa)
+    datasets = len(names_a)
 
 for f in failures:
     print(f)

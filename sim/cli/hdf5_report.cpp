@@ -1,7 +1,8 @@
-// The HDF5 result file; layout documented in docs/hdf5-schema.md (schema version 3).
+// The HDF5 result file; layout documented in docs/hdf5-schema.md (schema version 4).
 #include <cstring>
 
 #include "sim/cli/atomic_file.h"
+#include "sim/cli/nccl_table.h"
 #include "sim/cli/report.h"
 #include "sim/hdf5_file.h"
 
@@ -67,15 +68,139 @@ struct QueueRow {
   int64_t bytes;
 };
 
-void copy_name(char (&dst)[kNameLength], const std::string& src) {
-  std::memset(dst, 0, kNameLength);
-  std::memcpy(dst, src.data(), std::min(src.size(), kNameLength));
+// The short words of a collective (op, algorithm, protocol, type, redop).
+constexpr size_t kWordLength = 16;
+
+struct CollectiveResultRow {
+  uint32_t generator;
+  char op[kWordLength];
+  char algorithm[kWordLength];
+  char protocol[kWordLength];
+  int64_t size, count;
+  char type[kWordLength];
+  char redop[kWordLength];
+  int32_t root, ranks, channels, iterations;
+  double time_us, algbw, busbw;
+  int64_t start_ps, end_ps;
+};
+
+struct RankGpuRow {
+  uint32_t result_index, rank, gpu_index;
+};
+
+struct GpuRow {
+  char name[kNameLength];
+};
+
+struct CollectiveStepRow {
+  uint32_t result_index, iteration, rank;
+  uint16_t channel, lane;
+  uint32_t step;
+  int32_t recv_peer, send_peer;
+  int64_t bytes, start_ps, end_ps;
+};
+
+struct CollectiveTransferRow {
+  uint32_t result_index, iteration;
+  uint16_t channel;
+  uint8_t transport;
+  uint32_t src_rank, dst_rank;
+  int64_t bytes, posted_ps, arrived_ps;
+};
+
+template <size_t N>
+void copy_name(char (&dst)[N], const std::string& src) {
+  std::memset(dst, 0, N);
+  std::memcpy(dst, src.data(), std::min(src.size(), N));
 }
 
 #define FIELD(Row, member, type)         \
   Hdf5Field {                            \
 #member, offsetof(Row, member), type \
   }
+
+// /collectives: the nccl-tests rows, which GPU each rank ran on, and the step and transfer
+// timelines beneath them.
+void write_collectives(Hdf5File& h5, const RunResult& r) {
+  const hid_t i32 = H5T_NATIVE_INT32, i64 = H5T_NATIVE_INT64, u32 = H5T_NATIVE_UINT32,
+              u16 = H5T_NATIVE_UINT16, u8 = H5T_NATIVE_UINT8, f64 = H5T_NATIVE_DOUBLE;
+  const hid_t word = h5.fixed_string(kWordLength), name = h5.fixed_string(kNameLength);
+  h5.group("collectives");
+
+  std::vector<CollectiveResultRow> results;
+  std::vector<RankGpuRow> rank_gpus;
+  for (size_t i = 0; i < r.collectives.size(); ++i) {
+    const CollectiveRow& c = r.collectives[i];
+    CollectiveResultRow row{};
+    row.generator = c.generator;
+    copy_name(row.op, c.op);
+    copy_name(row.algorithm, c.algorithm);
+    copy_name(row.protocol, c.protocol);
+    row.size = c.size;
+    row.count = c.count;
+    copy_name(row.type, c.type);
+    copy_name(row.redop, nccl_redop_text(c.op, c.redop));
+    row.root = c.root;
+    row.ranks = c.ranks;
+    row.channels = c.channels;
+    row.iterations = c.iterations;
+    row.time_us = c.time_us;
+    row.algbw = c.algbw;
+    row.busbw = c.busbw;
+    row.start_ps = c.start.ps;
+    row.end_ps = c.end.ps;
+    results.push_back(row);
+    for (size_t rank = 0; rank < c.gpus.size(); ++rank) {
+      rank_gpus.push_back({static_cast<uint32_t>(i), static_cast<uint32_t>(rank), c.gpus[rank]});
+    }
+  }
+  h5.table("collectives/results", results,
+           {FIELD(CollectiveResultRow, generator, u32), FIELD(CollectiveResultRow, op, word),
+            FIELD(CollectiveResultRow, algorithm, word), FIELD(CollectiveResultRow, protocol, word),
+            FIELD(CollectiveResultRow, size, i64), FIELD(CollectiveResultRow, count, i64),
+            FIELD(CollectiveResultRow, type, word), FIELD(CollectiveResultRow, redop, word),
+            FIELD(CollectiveResultRow, root, i32), FIELD(CollectiveResultRow, ranks, i32),
+            FIELD(CollectiveResultRow, channels, i32), FIELD(CollectiveResultRow, iterations, i32),
+            FIELD(CollectiveResultRow, time_us, f64), FIELD(CollectiveResultRow, algbw, f64),
+            FIELD(CollectiveResultRow, busbw, f64), FIELD(CollectiveResultRow, start_ps, i64),
+            FIELD(CollectiveResultRow, end_ps, i64)});
+  h5.table("collectives/rank_gpus", rank_gpus,
+           {FIELD(RankGpuRow, result_index, u32), FIELD(RankGpuRow, rank, u32),
+            FIELD(RankGpuRow, gpu_index, u32)});
+
+  std::vector<GpuRow> gpus(r.gpus.size());
+  for (size_t i = 0; i < r.gpus.size(); ++i) copy_name(gpus[i].name, r.gpus[i]);
+  h5.table("collectives/gpus", gpus, {FIELD(GpuRow, name, name)});
+
+  std::vector<CollectiveStepRow> steps;
+  steps.reserve(r.collective_steps.size());
+  for (const CollectiveStepRecord& s : r.collective_steps) {
+    steps.push_back({s.row, s.iteration, s.rank, s.channel, s.lane, s.step, s.recv_peer,
+                     s.send_peer, s.bytes, s.start.ps, s.end.ps});
+  }
+  h5.table("collectives/steps", steps,
+           {FIELD(CollectiveStepRow, result_index, u32), FIELD(CollectiveStepRow, iteration, u32),
+            FIELD(CollectiveStepRow, rank, u32), FIELD(CollectiveStepRow, channel, u16),
+            FIELD(CollectiveStepRow, lane, u16), FIELD(CollectiveStepRow, step, u32),
+            FIELD(CollectiveStepRow, recv_peer, i32), FIELD(CollectiveStepRow, send_peer, i32),
+            FIELD(CollectiveStepRow, bytes, i64), FIELD(CollectiveStepRow, start_ps, i64),
+            FIELD(CollectiveStepRow, end_ps, i64)});
+
+  std::vector<CollectiveTransferRow> transfers;
+  transfers.reserve(r.collective_transfers.size());
+  for (const CollectiveTransferRecord& t : r.collective_transfers) {
+    transfers.push_back({t.row, t.iteration, t.channel, static_cast<uint8_t>(t.transport),
+                         t.src_rank, t.dst_rank, t.bytes, t.posted.ps, t.arrived.ps});
+  }
+  h5.table(
+      "collectives/transfers", transfers,
+      {FIELD(CollectiveTransferRow, result_index, u32),
+       FIELD(CollectiveTransferRow, iteration, u32), FIELD(CollectiveTransferRow, channel, u16),
+       FIELD(CollectiveTransferRow, transport, u8), FIELD(CollectiveTransferRow, src_rank, u32),
+       FIELD(CollectiveTransferRow, dst_rank, u32), FIELD(CollectiveTransferRow, bytes, i64),
+       FIELD(CollectiveTransferRow, posted_ps, i64),
+       FIELD(CollectiveTransferRow, arrived_ps, i64)});
+}
 
 void write_contents(const RunResult& r, const std::filesystem::path& path) {
   Hdf5File h5(path.string());
@@ -218,6 +343,7 @@ void write_contents(const RunResult& r, const std::filesystem::path& path) {
   h5.table("queue_depth", samples,
            {FIELD(QueueRow, time_ps, i64), FIELD(QueueRow, port_index, u32),
             FIELD(QueueRow, bytes, i64)});
+  if (!r.collectives.empty()) write_collectives(h5, r);
   h5.close();
 }
 

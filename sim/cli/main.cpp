@@ -11,6 +11,7 @@
 #include "sim/cli/bench.h"
 #include "sim/cli/describe.h"
 #include "sim/cli/report.h"
+#include "sim/cli/trace.h"
 #include "sim/cli/validation.h"
 #ifdef FABTWIN_HAVE_MPI
 #include <mpi.h>
@@ -27,8 +28,9 @@ constexpr const char* kUsage =
     "usage: fabtwin <command> [options]\n"
     "\n"
     "commands:\n"
-    "  run SCENARIO [--set path=value]... [--out FILE.h5] [--json FILE] [--threads N]\n"
-    "                      simulate a scenario and print a summary\n"
+    "  run SCENARIO [--set path=value]... [--out FILE.h5] [--json FILE] [--trace FILE]\n"
+    "      [--threads N]   simulate a scenario and print a summary; --trace writes the NCCL\n"
+    "                      collectives' timeline for ui.perfetto.dev (Chrome trace JSON)\n"
     "  describe [MODEL]    list parameters: meaning, unit, default, source\n"
     "  describe --markdown | --json-schema\n"
     "                      the same as docs/model-reference.md or a JSON Schema for editors\n"
@@ -59,12 +61,14 @@ Simulator::Progress progress_line(Time end) {
 int command_run(const std::vector<std::string>& args, Transport* transport) {
   po::options_description opts("fabtwin run SCENARIO");
   std::vector<std::string> sets;
-  std::string out, json;
+  std::string out, json, trace;
   int threads = 0;
   opts.add_options()("help,h", "this help")("set", po::value(&sets)->composing(),
                                             "override a scenario value: path=value (repeatable)")(
       "out", po::value(&out), "write an HDF5 result file")("json", po::value(&json),
                                                            "write the summary numbers as JSON")(
+      "trace", po::value(&trace),
+      "write the collectives' steps and transfers as a Chrome/Perfetto trace (JSON)")(
       "threads", po::value(&threads), "threads to simulate on (default: run.threads; 0 = all)")(
       "scenario", po::value<std::string>(), "scenario file");
   po::positional_options_description pos;
@@ -92,6 +96,10 @@ int command_run(const std::vector<std::string>& args, Transport* transport) {
     std::cout << "results     " << out << "\n";
   }
   if (!json.empty()) write_json_report(result, json);
+  if (!trace.empty()) {
+    write_trace(result, trace);
+    std::cout << "trace       " << trace << "\n";
+  }
   return 0;
 }
 

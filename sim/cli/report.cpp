@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "sim/cli/atomic_file.h"
+#include "sim/cli/nccl_table.h"
 #include "sim/statistics.h"
 
 namespace fabtwin {
@@ -174,6 +175,8 @@ void print_summary(const RunResult& r, std::ostream& out) {
     }
   }
 
+  if (!r.collectives.empty()) print_collectives(r, out);
+
   char engine[200];
   std::snprintf(engine, sizeof engine,
                 "\nengine      %llu events in %.3f s wall on %d thread(s), %d partition(s): "
@@ -266,6 +269,29 @@ nlohmann::json json_report(const RunResult& r) {
                  {"wall_seconds", r.wall_seconds},
                  {"events_per_second", f.events_per_second},
                  {"data_packets_per_second", f.data_packets_per_second}};
+  if (!r.collectives.empty()) {
+    nlohmann::json collectives = nlohmann::json::array();
+    for (const CollectiveRow& c : r.collectives) {
+      collectives.push_back({{"generator", c.generator},
+                             {"op", c.op},
+                             {"algorithm", c.algorithm},
+                             {"protocol", c.protocol},
+                             {"size", c.size},
+                             {"count", c.count},
+                             {"type", c.type},
+                             {"redop", nccl_redop_text(c.op, c.redop)},
+                             {"root", c.root},
+                             {"ranks", c.ranks},
+                             {"channels", c.channels},
+                             {"iterations", c.iterations},
+                             {"time_us", c.time_us},
+                             {"algbw", c.algbw},
+                             {"busbw", c.busbw},
+                             {"start_ps", c.start.ps},
+                             {"end_ps", c.end.ps}});
+    }
+    j["collectives"] = std::move(collectives);
+  }
   return j;
 }
 

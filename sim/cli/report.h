@@ -10,7 +10,7 @@
 namespace fabtwin {
 
 inline constexpr const char* kVersion = FABTWIN_VERSION;
-inline constexpr int kHdf5SchemaVersion = 3;
+inline constexpr int kHdf5SchemaVersion = 4;
 
 // Figures shared by all three views, computed once.
 struct RunFigures {

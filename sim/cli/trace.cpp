@@ -1,1 +1,251 @@
-// sim/cli/trace: filled in below.
+#include "sim/cli/trace.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <set>
+#include <tuple>
+#include <vector>
+
+#include "sim/cli/atomic_file.h"
+
+namespace fabtwin {
+namespace {
+
+// Trace-event times are microseconds; the simulator's are integer picoseconds.
+double trace_us(int64_t ps) {
+  return static_cast<double>(ps) / 1e6;
+}
+
+// Binary units, as NCCL sizes are written: "1 MiB", "512 KiB", "1.5 GiB", "1500 B".
+std::string binary_size_text(int64_t bytes) {
+  static const std::pair<const char*, int64_t> kUnits[] = {
+      {"GiB", int64_t{1} << 30}, {"MiB", int64_t{1} << 20}, {"KiB", int64_t{1} << 10}};
+  for (const auto& [unit, scale] : kUnits) {
+    if (bytes < scale) continue;
+    char buf[48];
+    if (bytes % scale == 0) {
+      std::snprintf(buf, sizeof buf, "%lld %s", static_cast<long long>(bytes / scale), unit);
+    } else {
+      std::snprintf(buf, sizeof buf, "%.3g %s", static_cast<double>(bytes) / scale, unit);
+    }
+    return buf;
+  }
+  return std::to_string(bytes) + " B";
+}
+
+const char* transport_text(CollectiveTransport t) {
+  switch (t) {
+    case CollectiveTransport::NvLink:
+      return "nvlink";
+    case CollectiveTransport::Net:
+      return "net";
+    case CollectiveTransport::None:
+      break;
+  }
+  return "local";
+}
+
+struct TraceEvent {
+  int pid = 0;
+  int tid = 0;
+  bool metadata = false;
+  int64_t ts_ps = 0;
+  nlohmann::json json;
+};
+
+TraceEvent metadata(const char* what, int pid, int tid, const std::string& name) {
+  return {pid,
+          tid,
+          true,
+          0,
+          {{"name", what}, {"ph", "M"}, {"pid", pid}, {"tid", tid}, {"args", {{"name", name}}}}};
+}
+
+TraceEvent complete(int pid, int tid, const std::string& name, Time start, Time end,
+                    nlohmann::json args) {
+  return {pid,
+          tid,
+          false,
+          start.ps,
+          {{"name", name},
+           {"ph", "X"},
+           {"pid", pid},
+           {"tid", tid},
+           {"ts", trace_us(start.ps)},
+           {"dur", trace_us(end.ps - start.ps)},
+           {"args", std::move(args)}}};
+}
+
+// Slices on one trace thread must nest; messages on one connection overlap (several are in
+// flight at once). Each interval goes to the first of its group's lanes that is free by its start.
+class LanePacker {
+ public:
+  int lane(const std::tuple<uint32_t, uint32_t, uint16_t>& group, Time start, Time end) {
+    std::vector<Time>& ends = lane_ends_[group];
+    for (size_t i = 0; i < ends.size(); ++i) {
+      if (ends[i] <= start) {
+        ends[i] = end;
+        return static_cast<int>(i);
+      }
+    }
+    ends.push_back(end);
+    return static_cast<int>(ends.size()) - 1;
+  }
+
+ private:
+  std::map<std::tuple<uint32_t, uint32_t, uint16_t>, std::vector<Time>> lane_ends_;
+};
+
+std::string gpu_name(const RunResult& r, uint32_t gpu) {
+  return gpu < r.gpus.size() ? r.gpus[gpu] : "gpu" + std::to_string(gpu);
+}
+
+// The GPU that rank `rank` of row `row` ran on, or -1 when the records do not say.
+int64_t gpu_of(const RunResult& r, uint32_t row, uint32_t rank) {
+  if (row >= r.collectives.size()) return -1;
+  const std::vector<uint32_t>& gpus = r.collectives[row].gpus;
+  return rank < gpus.size() ? gpus[rank] : -1;
+}
+
+}  // namespace
+
+nlohmann::json trace_json(const RunResult& r) {
+  std::vector<TraceEvent> events;
+
+  // The rows: one thread per traffic generator (rows of different generators may overlap).
+  std::set<uint32_t> generators;
+  for (size_t i = 0; i < r.collectives.size(); ++i) {
+    const CollectiveRow& c = r.collectives[i];
+    generators.insert(c.generator);
+    events.push_back(complete(kTraceRowsPid, static_cast<int>(c.generator) + 1,
+                              c.op + " " + binary_size_text(c.size) + " " + c.algorithm, c.start,
+                              c.end,
+                              {{"row", i},
+                               {"generator", c.generator},
+                               {"size", c.size},
+                               {"count", c.count},
+                               {"type", c.type},
+                               {"ranks", c.ranks},
+                               {"channels", c.channels},
+                               {"protocol", c.protocol},
+                               {"iterations", c.iterations},
+                               {"time_us", c.time_us},
+                               {"algbw", c.algbw},
+                               {"busbw", c.busbw}}));
+  }
+  if (!r.collectives.empty()) {
+    events.push_back(metadata("process_name", kTraceRowsPid, 0, "collectives"));
+  }
+  for (uint32_t g : generators) {
+    events.push_back(metadata("thread_name", kTraceRowsPid, static_cast<int>(g) + 1,
+                              "traffic[" + std::to_string(g) + "]"));
+  }
+
+  // One process per GPU, named by its rank when it has the same rank in every row.
+  std::map<uint32_t, std::set<uint32_t>> ranks_of_gpu;
+  for (const CollectiveRow& c : r.collectives) {
+    for (size_t rank = 0; rank < c.gpus.size(); ++rank) {
+      ranks_of_gpu[c.gpus[rank]].insert(static_cast<uint32_t>(rank));
+    }
+  }
+  for (const auto& [gpu, ranks] : ranks_of_gpu) {
+    const std::string name =
+        ranks.size() == 1 ? "rank " + std::to_string(*ranks.begin()) + " · " + gpu_name(r, gpu)
+                          : gpu_name(r, gpu);
+    events.push_back(metadata("process_name", trace_gpu_pid(gpu), 0, name));
+  }
+  std::set<std::pair<int, int>> step_threads;  // (pid, tid)
+  std::map<std::pair<int, int>, std::string> step_thread_names;
+  for (const CollectiveStepRecord& s : r.collective_steps) {
+    const int64_t gpu = gpu_of(r, s.row, s.rank);
+    if (gpu < 0) continue;
+    const int pid = trace_gpu_pid(static_cast<uint32_t>(gpu));
+    const int tid = trace_step_tid(s.channel, s.lane);
+    step_thread_names[{pid, tid}] =
+        "channel " + std::to_string(s.channel) + (s.lane == 1 ? " bcast" : "");
+    std::string name = "step " + std::to_string(s.step);
+    if (s.recv_peer >= 0) name += " recv " + std::to_string(s.recv_peer);
+    if (s.recv_peer >= 0 && s.send_peer >= 0) name += " →";
+    if (s.send_peer >= 0) name += " send " + std::to_string(s.send_peer);
+    events.push_back(complete(pid, tid, name, s.start, s.end,
+                              {{"bytes", s.bytes},
+                               {"row", s.row},
+                               {"iteration", s.iteration},
+                               {"op", r.collectives[s.row].op}}));
+  }
+  for (const auto& [key, name] : step_thread_names) {
+    events.push_back(metadata("thread_name", key.first, key.second, name));
+  }
+
+  // One process per channel for the transfers, one thread per connection (source GPU ->
+  // destination GPU) and lane, numbered in sorted order.
+  struct Placed {
+    const CollectiveTransferRecord* t;
+    uint32_t src_gpu, dst_gpu;
+    int lane;
+  };
+  std::vector<const CollectiveTransferRecord*> order;
+  for (const CollectiveTransferRecord& t : r.collective_transfers) order.push_back(&t);
+  std::stable_sort(order.begin(), order.end(),
+                   [](const CollectiveTransferRecord* a, const CollectiveTransferRecord* b) {
+                     return std::tie(a->posted, a->arrived) < std::tie(b->posted, b->arrived);
+                   });
+  LanePacker packer;
+  std::vector<Placed> placed;
+  std::map<uint16_t, std::set<std::tuple<uint32_t, uint32_t, int>>> threads_of_channel;
+  for (const CollectiveTransferRecord* t : order) {
+    const int64_t src = gpu_of(r, t->row, t->src_rank), dst = gpu_of(r, t->row, t->dst_rank);
+    if (src < 0 || dst < 0) continue;
+    const auto s = static_cast<uint32_t>(src), d = static_cast<uint32_t>(dst);
+    const int lane = packer.lane({s, d, t->channel}, t->posted, t->arrived);
+    placed.push_back({t, s, d, lane});
+    threads_of_channel[t->channel].insert({s, d, lane});
+  }
+  std::map<std::tuple<uint16_t, uint32_t, uint32_t, int>, int> tid_of;
+  for (const auto& [channel, threads] : threads_of_channel) {
+    const int pid = trace_transfer_pid(channel);
+    events.push_back(
+        metadata("process_name", pid, 0, "channel " + std::to_string(channel) + " transfers"));
+    int tid = 0;
+    for (const auto& [src, dst, lane] : threads) {
+      tid_of[{channel, src, dst, lane}] = ++tid;
+      std::string name = gpu_name(r, src) + " → " + gpu_name(r, dst);
+      if (lane > 0) name += " #" + std::to_string(lane + 1);
+      events.push_back(metadata("thread_name", pid, tid, name));
+    }
+  }
+  for (const Placed& p : placed) {
+    const CollectiveTransferRecord& t = *p.t;
+    events.push_back(complete(
+        trace_transfer_pid(t.channel), tid_of.at({t.channel, p.src_gpu, p.dst_gpu, p.lane}),
+        std::string(transport_text(t.transport)) + " " + binary_size_text(t.bytes), t.posted,
+        t.arrived,
+        {{"src", t.src_rank},
+         {"dst", t.dst_rank},
+         {"bytes", t.bytes},
+         {"row", t.row},
+         {"iteration", t.iteration}}));
+  }
+
+  std::stable_sort(events.begin(), events.end(), [](const TraceEvent& a, const TraceEvent& b) {
+    return std::make_tuple(a.pid, a.tid, !a.metadata, a.ts_ps) <
+           std::make_tuple(b.pid, b.tid, !b.metadata, b.ts_ps);
+  });
+  nlohmann::json list = nlohmann::json::array();
+  for (TraceEvent& e : events) list.push_back(std::move(e.json));
+  return {{"traceEvents", std::move(list)}, {"displayTimeUnit", "ns"}};
+}
+
+void write_trace(const RunResult& r, const std::filesystem::path& file) {
+  const std::string text = trace_json(r).dump() + "\n";
+  write_atomically(file, [&](const std::filesystem::path& temp) {
+    std::ofstream out(temp);
+    out << text;
+    out.close();
+    if (!out) throw std::runtime_error("cannot write " + file.string());
+  });
+}
+
+}  // namespace fabtwin

@@ -1,0 +1,34 @@
+// The collectives' timeline as a Chrome trace-event file (JSON Object Format), for
+// ui.perfetto.dev or chrome://tracing: every step of every rank's channel, every transfer on
+// every connection, and one span per nccl-tests row.
+#pragma once
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "models/run_result.h"
+
+namespace fabtwin {
+
+// Process ids of the trace: the rows, each GPU, each channel's transfers.
+inline constexpr int kTraceRowsPid = 0;
+inline int trace_gpu_pid(uint32_t gpu) {
+  return static_cast<int>(gpu) + 1;
+}
+inline int trace_transfer_pid(uint16_t channel) {
+  return 100000 + channel;
+}
+// A GPU's thread for one channel's lane (lane 1: the tree broadcast).
+inline int trace_step_tid(uint16_t channel, uint16_t lane) {
+  return channel * 2 + lane + 1;
+}
+
+// {"traceEvents": [...], "displayTimeUnit": "ns"}, events sorted by pid, tid and time, metadata
+// (process and thread names) first. Times are microseconds, the format's unit.
+nlohmann::json trace_json(const RunResult& r);
+
+// Writes trace_json(r) to `file`, atomically. A run without collectives gives a valid, empty
+// trace.
+void write_trace(const RunResult& r, const std::filesystem::path& file);
+
+}  // namespace fabtwin
