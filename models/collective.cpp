@@ -237,6 +237,34 @@ CollectiveSpec read_spec(ParamReader& r, uint32_t generator, const Topology& t) 
 
 }  // namespace
 
+nccl::TuningInput tuning_input(const CollectiveSetup& setup, const Topology& t, uint32_t spec) {
+  const CollectiveSpec& s = setup.specs[spec];
+  double nic_gbs = 0;  // host link rate, GB/s
+  for (const TopologyLink& l : t.links) {
+    if (l.a < t.hosts || l.b < t.hosts) {
+      nic_gbs = static_cast<double>(l.rate.bps) / 8e9;
+      break;
+    }
+  }
+  const int channels = setup.nccl.channels;
+  nccl::TuningInput tune;
+  tune.op = tuning_op(s.op);
+  tune.ranks = static_cast<int>(s.gpus.size());
+  tune.nodes = static_cast<int>(setup.spec_nodes[spec].size());
+  tune.channels = channels;
+  // Per-channel bandwidths as NCCL's graph search would find them: the node's NICs (RoCE
+  // goodput, about 98% of the line) shared by the channels, NVLink inside one node.
+  const double nvlink_gbs = static_cast<double>(setup.gpu.nvlink_rate.bps) / 8e9;
+  const double net_per_channel = nic_gbs * 0.98 * t.nics_per_node / channels;
+  const double nvlink_per_channel = std::min(60.0, nvlink_gbs / channels);
+  tune.bw_inter = net_per_channel;
+  tune.bw_intra =
+      tune.nodes > 1 ? std::min(net_per_channel, nvlink_per_channel) : nvlink_per_channel;
+  tune.compute_capability = setup.gpu.compute_capability;
+  tune.intel_cpu = setup.gpu.intel_cpu;
+  return tune;
+}
+
 CollectiveSetup read_collectives(const nlohmann::json& scenario, const Topology& t) {
   CollectiveSetup setup;
   if (scenario.contains("traffic") && scenario["traffic"].is_array()) {
@@ -310,14 +338,6 @@ CollectiveSetup read_collectives(const nlohmann::json& scenario, const Topology&
   }
   nr.finish();
 
-  // Host link rate (GB/s) for the tuning model's per-channel network bandwidth.
-  double nic_gbs = 0;
-  for (const TopologyLink& l : t.links) {
-    if (l.a < t.hosts || l.b < t.hosts) {
-      nic_gbs = static_cast<double>(l.rate.bps) / 8e9;
-      break;
-    }
-  }
   for (uint32_t si = 0; si < setup.specs.size(); ++si) {
     const CollectiveSpec& s = setup.specs[si];
     nccl::PlanInput base;
@@ -335,20 +355,7 @@ CollectiveSetup read_collectives(const nlohmann::json& scenario, const Topology&
     nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
     setup.spec_nodes.push_back(nodes);
     const int ranks = static_cast<int>(s.gpus.size());
-    const int node_count = static_cast<int>(nodes.size());
-    nccl::TuningInput tune;
-    tune.op = tuning_op(s.op);
-    tune.ranks = ranks;
-    tune.nodes = node_count;
-    tune.channels = n.channels;
-    const double nvlink_gbs = static_cast<double>(g.nvlink_rate.bps) / 8e9;
-    const double net_per_channel = nic_gbs * 0.98 * t.nics_per_node / n.channels;
-    const double nvlink_per_channel = std::min(60.0, nvlink_gbs / n.channels);
-    tune.bw_inter = net_per_channel;
-    tune.bw_intra =
-        node_count > 1 ? std::min(net_per_channel, nvlink_per_channel) : nvlink_per_channel;
-    tune.compute_capability = g.compute_capability;
-    tune.intel_cpu = g.intel_cpu;
+    nccl::TuningInput tune = tuning_input(setup, t, si);
     std::vector<uint32_t> indices;
     for (int64_t size : s.sizes) {
       CollectiveOp op;

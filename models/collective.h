@@ -99,6 +99,11 @@ struct CollectiveSetup {
 // add_connections once the NICs exist.
 CollectiveSetup read_collectives(const nlohmann::json& scenario, const Topology& topology);
 
+// What NCCL's tuning model is told about collective `spec` (sizes aside): ranks, nodes,
+// channels and per-channel bandwidths derived from the NICs and NVLink.
+nccl::TuningInput tuning_input(const CollectiveSetup& setup, const Topology& topology,
+                               uint32_t spec);
+
 // Parameter groups: gpu, nccl and traffic[type=collective].
 const std::vector<const ParamGroup*>& collective_param_groups();
 extern const ParamGroup kCollectiveParams;

@@ -39,6 +39,7 @@ class Fabric {
   const std::vector<FlowSpec>& flows() const { return flows_; }
   const RunConfig& run_config() const { return run_; }
   const FabricPartitioning& partitioning() const { return partitioning_; }
+  const CollectiveSetup& collectives() const { return *collectives_; }
 
   static RunConfig read_run_config(const nlohmann::json& scenario);
 

@@ -39,12 +39,14 @@ class Builder {
     plan_.connections.push_back({src, dst, channel, slots});
     return index_[key] = static_cast<int>(plan_.connections.size()) - 1;
   }
-  // A lane for (rank, channel, lane), or null when the rank is not wanted.
-  Lane* lane(int rank, int channel, int lane, double share) {
-    if (want_ && !want_(rank)) return nullptr;
+  // A lane for (rank, channel, lane), or -1 when the rank is not wanted.
+  int lane(int rank, int channel, int lane, double share) {
+    if (want_ && !want_(rank)) return -1;
     plan_.lanes.push_back({rank, channel, lane, share, {}});
-    return &plan_.lanes.back();
+    return static_cast<int>(plan_.lanes.size()) - 1;
   }
+  // The lane at `index` (null for -1); valid until the next lane() call.
+  Lane* at(int index) { return index < 0 ? nullptr : &plan_.lanes[index]; }
   // One NCCL primitive on `bytes`, cut into `slices_per_chunk` slices as the Simple protocol's
   // generic loop cuts them (it always runs once, so an empty chunk still costs a step).
   static void primitive(Lane* l, int recv, int send, int64_t bytes, uint32_t step,
@@ -105,7 +107,7 @@ class Builder {
       const std::vector<int> ring = ring_order(in_, c);
       for (int p = 0; p < n_; ++p) {
         const int me = ring[p];
-        Lane* l = lane(me, c, 0, 1.0);
+        Lane* l = at(lane(me, c, 0, 1.0));
         const int send = connection(me, ring[(p + 1) % n_], c, slots);
         const int recv = connection(ring[(p + n_ - 1) % n_], me, c, slots);
         uint32_t step = 0;
@@ -151,7 +153,7 @@ class Builder {
       const std::vector<int> ring = ring_order(in_, c);
       for (int p = 0; p < n_; ++p) {
         const int me = ring[p];
-        Lane* l = lane(me, c, 0, 1.0);
+        Lane* l = at(lane(me, c, 0, 1.0));
         const int send = connection(me, ring[(p + 1) % n_], c, slots);
         const int recv = connection(ring[(p + n_ - 1) % n_], me, c, slots);
         uint32_t step = 0;
@@ -181,12 +183,12 @@ class Builder {
     const int64_t loop = int64_t{in_.channels} * chunk;
     for (int c = 0; c < in_.channels; ++c) {
       std::vector<int> ring = ring_order(in_, c);
-      const auto at = std::find(ring.begin(), ring.end(), in_.root);
-      std::rotate(ring.begin(), at, ring.end());  // root first
+      const auto root_at = std::find(ring.begin(), ring.end(), in_.root);
+      std::rotate(ring.begin(), root_at, ring.end());  // root first
       if (in_.op == Op::Reduce) std::rotate(ring.begin(), ring.begin() + 1, ring.end());
       for (int q = 0; q < n_; ++q) {
         const int me = ring[q];
-        Lane* l = lane(me, c, 0, 1.0);
+        Lane* l = at(lane(me, c, 0, 1.0));
         const int send = q + 1 < n_ ? connection(me, ring[q + 1], c, slots) : -1;
         const int recv = q > 0 ? connection(ring[q - 1], me, c, slots) : -1;
         uint32_t step = 0;
@@ -206,7 +208,19 @@ class Builder {
   // parent) and broadcast down (receive from the parent, send to the children), each on half
   // of the channel's threads; the root does both in one pass.
   void tree_all_reduce() {
-    const int64_t chunk = step_size();
+    // Smaller chunks keep a deep tree's pipeline full: NCCL halves the Simple tree chunk while
+    // a channel would get fewer than 8, 4 or 1 chunks per level of depth (enqueue.cc,
+    // ncclPatternTreeUpDown), down to 128, 64 and 32 KiB.
+    const std::vector<std::vector<int>> nodes = ranks_by_node(in_);
+    int log2_nodes = 0;
+    while ((2 << log2_nodes) <= static_cast<int>(nodes.size())) ++log2_nodes;
+    const int64_t depth =
+        static_cast<int64_t>(in_.rank_node.size() / nodes.size()) - 1 + log2_nodes;
+    int64_t chunk = step_size();
+    auto per_channel = [&] { return in_.bytes / (int64_t{in_.channels} * chunk); };
+    while (per_channel() < depth * 8 && chunk > (128 << 10)) chunk /= 2;
+    while (per_channel() < depth * 4 && chunk > (64 << 10)) chunk /= 2;
+    while (per_channel() < depth && chunk > (32 << 10)) chunk /= 2;
     const int slots = in_.steps;
     const int64_t size = in_.bytes;
     const int64_t loop = int64_t{in_.channels} * chunk;
@@ -222,8 +236,8 @@ class Builder {
         }
         const int to_parent = t.parent >= 0 ? connection(r, t.parent, c, slots) : -1;
         const int from_parent = t.parent >= 0 ? connection(t.parent, r, c, slots) : -1;
-        Lane* up = lane(r, c, 0, t.parent >= 0 ? 0.5 : 1.0);
-        Lane* down = t.parent >= 0 ? lane(r, c, 1, 0.5) : nullptr;
+        const int up_index = lane(r, c, 0, t.parent >= 0 ? 0.5 : 1.0);
+        const int down_index = t.parent >= 0 ? lane(r, c, 1, 0.5) : -1;
         uint32_t step = 0;
         int64_t grid = 0;
         do {
@@ -233,7 +247,7 @@ class Builder {
           Unit u;
           u.bytes = bytes;
           u.step = step;
-          if (up) {
+          if (Lane* up = at(up_index)) {
             Unit a = u;
             a.recv = from_children;
             if (t.parent >= 0) {
@@ -243,7 +257,7 @@ class Builder {
             }
             if (n_ > 1) up->units.push_back(a);
           }
-          if (down) {
+          if (Lane* down = at(down_index)) {
             Unit b = u;
             b.recv = {from_parent, -1, -1};
             b.send = to_children;
@@ -278,7 +292,7 @@ class Builder {
       }
     }
     for (int r = 0; r < n_; ++r) {
-      std::vector<Lane*> sends(in_.channels, nullptr), recvs(in_.channels, nullptr);
+      std::vector<int> sends(in_.channels, -1), recvs(in_.channels, -1);
       for (int c = 0; c < in_.channels; ++c) {
         sends[c] = lane(r, c, 0, 0.5);
         recvs[c] = lane(r, c, 1, 0.5);
@@ -287,7 +301,8 @@ class Builder {
         const int to = (r + pr.distance) % n_, from = (r - pr.distance % n_ + n_) % n_;
         const int send = connection(r, to, pr.channel, slots);
         const int recv = connection(from, r, pr.channel, slots);
-        auto chunked = [&](Lane* l, int peer, int rc, int sc) {
+        auto chunked = [&](int index, int peer, int rc, int sc) {
+          Lane* l = at(index);
           if (!l) return;
           const int64_t piece =
               in_.rank_node[peer] == in_.rank_node[r] ? in_.p2p_chunk_nvlink : in_.p2p_chunk_net;

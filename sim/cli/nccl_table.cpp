@@ -168,6 +168,13 @@ void print_collectives(const RunResult& r, std::ostream& out) {
     out << "\ncollective  traffic[" << g << "]: " << first->op << " on " << first->ranks
         << " GPUs, " << sizes << (sizes == 1 ? " size\n" : " sizes\n");
     out << nccl_tests_table(r, g);
+    const auto unfinished = std::count_if(
+        r.collectives.begin(), r.collectives.end(),
+        [g](const CollectiveRow& row) { return row.generator == g && row.time_us <= 0; });
+    if (unfinished > 0) {
+      out << "WARNING: " << unfinished << (unfinished == 1 ? " size" : " sizes")
+          << " did not finish before run.end; their rows show 0 (raise run.end)\n";
+    }
   }
 }
 

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <map>
 
 #include "models/dcqcn_fluid_model.h"
 #include "models/fabric.h"
@@ -105,8 +106,47 @@ int64_t flow_arg(const nlohmann::json& metric, const RunResult& r) {
   return id;
 }
 
+const CollectiveRow& collective_row(const nlohmann::json& metric, const RunResult& r) {
+  const int64_t row = metric.value("row", int64_t{0});
+  if (row < 0 || row >= static_cast<int64_t>(r.collectives.size())) {
+    throw ScenarioError("metric.row", "no collective row " + std::to_string(row) + " in the run");
+  }
+  if (r.collectives[row].time_us <= 0) {
+    throw std::runtime_error("collective row " + std::to_string(row) + " did not complete");
+  }
+  return r.collectives[row];
+}
+
+// log2 of the smallest size from which generator `ring` is faster than generator `tree` at
+// every larger size of their common sweep.
+double ring_tree_crossover_log2(const nlohmann::json& metric, const RunResult& r) {
+  const auto ring = metric.at("ring").get<uint32_t>(), tree = metric.at("tree").get<uint32_t>();
+  std::map<int64_t, std::pair<double, double>> times;  // size -> (ring, tree)
+  for (const CollectiveRow& row : r.collectives) {
+    if (row.time_us <= 0) throw std::runtime_error("a collective size did not complete");
+    if (row.generator == ring) times[row.size].first = row.time_us;
+    if (row.generator == tree) times[row.size].second = row.time_us;
+  }
+  int64_t from = -1;
+  for (const auto& [size, t] : times) {
+    if (t.first <= 0 || t.second <= 0) continue;
+    if (t.first < t.second) {
+      if (from < 0) from = size;
+    } else {
+      from = -1;
+    }
+  }
+  if (from < 0) throw std::runtime_error("ring never beats tree up to the largest size");
+  return std::log2(static_cast<double>(from));
+}
+
 double measure(const nlohmann::json& metric, const RunResult& r) {
   const std::string name = metric.at("name").get<std::string>();
+  if (name == "collective_time_us") return collective_row(metric, r).time_us;
+  if (name == "collective_busbw") {
+    return collective_row(metric, r).busbw / metric.value("divide_by", 1.0);
+  }
+  if (name == "ring_tree_crossover_log2") return ring_tree_crossover_log2(metric, r);
   if (name == "flow_fct_ps") return static_cast<double>(r.flows[flow_arg(metric, r)].fct().ps);
   if (name == "flow_goodput_bps") return r.flows[flow_arg(metric, r)].goodput_bps();
   if (name == "mean_queue_bytes") return mean_queue(metric, r);
@@ -167,7 +207,8 @@ double measure(const nlohmann::json& metric, const RunResult& r) {
   if (name == "aggregate_goodput_bps") return bits / (last - first).seconds();
   throw ScenarioError("metric.name",
                       "expected flow_fct_ps, flow_goodput_bps, mean_max_queue_bytes, "
-                      "jain_index or aggregate_goodput_bps, found \"" +
+                      "jain_index, aggregate_goodput_bps, collective_time_us, collective_busbw "
+                      "or ring_tree_crossover_log2, found \"" +
                           name + "\"");
 }
 
@@ -227,10 +268,41 @@ double analytic(const std::string& name, const nlohmann::json& metric, const Fab
     p.rate_ai_bps = static_cast<double>(cc.rpg_ai_rate.bps);
     return dcqcn_fixed_point(p).queue_bytes;
   }
+  if (name == "ring_all_reduce_alpha_beta") {
+    // T = base + 2(n-1) alpha + 2(n-1)/n S/B for one GPU per node: alpha is the unloaded
+    // latency of one network step (proxy, PCIe both ways, the links of the path), B the
+    // rank's RoCE goodput (or its PCIe rate if slower).
+    const CollectiveSetup& setup = fabric.collectives();
+    const CollectiveRow& row = collective_row(metric, result);
+    const double n = row.ranks;
+    const RoutingTable routing(topo);
+    const int hops = routing.distance(topo.nic_of_gpu(static_cast<int>(row.gpus[0])),
+                                      topo.nic_of_gpu(static_cast<int>(row.gpus[1])));
+    const double alpha =
+        (setup.nccl.net_step_latency + setup.gpu.pcie_latency * 2 + host_link.delay * hops)
+            .seconds();
+    const double payload = static_cast<double>(nic.mtu.count);
+    const double ack_wire = (roce::ack_frame() + roce::kWireGapBytes) / double{nic.ack_every};
+    const double goodput = static_cast<double>(host_link.rate.bps) * payload /
+                           (payload + roce::kHeaderBytes + roce::kWireGapBytes + ack_wire);
+    const double b = std::min(goodput, static_cast<double>(setup.gpu.nic_dma_rate().bps)) / 8;
+    const double t = setup.nccl.base_latency.seconds() + 2 * (n - 1) * alpha +
+                     2 * (n - 1) / n * static_cast<double>(row.size) / b;
+    return t * 1e6;
+  }
+  if (name == "nccl_tuning_crossover_log2") {
+    // Where NCCL 2.30.7's own tuning model (Simple protocol) starts preferring ring to tree
+    // for the first collective's ranks and channels.
+    const nccl::TuningInput input = tuning_input(fabric.collectives(), topo, 0);
+    const int64_t bytes = nccl::crossover_bytes(input, nccl::Algorithm::Ring, nccl::Algorithm::Tree,
+                                                nccl::Protocol::Simple);
+    if (bytes < 0) throw std::runtime_error("the tuning model never prefers ring");
+    return std::log2(static_cast<double>(bytes));
+  }
   throw ScenarioError("reference.analytic",
                       "expected single_packet_round_trip, roce_goodput, "
-                      "dynamic_threshold_steady_state or "
-                      "dcqcn_fixed_point_queue, found \"" +
+                      "dynamic_threshold_steady_state, dcqcn_fixed_point_queue, "
+                      "ring_all_reduce_alpha_beta or nccl_tuning_crossover_log2, found \"" +
                           name + "\"");
 }
 
