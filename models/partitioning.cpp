@@ -18,13 +18,16 @@ FabricPartitioning partition_fabric(const Topology& topo, int parts) {
   for (int v = 0; v < n; ++v) {
     if (topo.nodes[v].kind == NodeKind::Switch) switches.push_back(v);
   }
-  // Every NIC of a GPU node goes with the switch that the node's first NIC hangs off (its home),
-  // so that a node's NICs share a partition; the links of its other NICs may be cut.
+  // Every NIC of a GPU node goes with the switch one of its NICs hangs off (its home), so that
+  // a node's NICs share a partition; the links of its other NICs may be cut. Node k's home is
+  // the switch of its NIC k mod NICs, so that on a rail-optimized fabric the nodes spread over
+  // the rails (and the rails over the partitions) instead of all following rail 0.
   const int per_node = std::max(1, topo.nics_per_node);
   std::vector<int> home(topo.hosts, -1);
   for (int first = 0; first < topo.hosts; first += per_node) {
     int sw = -1;
-    for (int w : neighbours[first]) {
+    const int anchor = first + (first / per_node) % per_node;
+    for (int w : neighbours[anchor]) {
       if (topo.nodes[w].kind == NodeKind::Switch) {
         sw = w;
         break;

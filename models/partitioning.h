@@ -1,7 +1,8 @@
 // Spreading a fabric over partitions for the parallel runner: switches in contiguous runs of
 // a breadth-first order (so that neighbours share a partition), balanced by the hosts and
-// ports they carry. The NICs (hosts) of one GPU node stay together: all go with the switch the
-// node's first NIC hangs off (with one NIC per node, each host goes with its own switch). A link
+// ports they carry. The NICs (hosts) of one GPU node stay together: all go with the switch
+// that NIC k mod NICs of node k hangs off (with one NIC per node, each host goes with its own
+// switch; on a rail-optimized fabric the nodes spread over the rails). A link
 // between a NIC and its switch may then cross partitions and counts as a cut link.
 #pragma once
 

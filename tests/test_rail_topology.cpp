@@ -242,10 +242,11 @@ TEST_CASE("partitioning keeps a GPU node's NICs together", "[rail]") {
       INFO("node " << n << " NIC " << i);
       CHECK(p.partition_of[n * t.nics_per_node + i] == first);
     }
-    // ... the partition of the switch its first NIC hangs off.
-    CHECK(first == p.partition_of[switch_of(t, n * t.nics_per_node)]);
+    // ... the partition of the switch its NIC n mod NICs hangs off (nodes spread over rails).
+    const int anchor = n * t.nics_per_node + n % t.nics_per_node;
+    CHECK(first == p.partition_of[switch_of(t, anchor)]);
   }
-  CHECK(node_parts.size() > 1);  // rail 0's two leaves: nodes 0-1 and 2-3 apart
+  CHECK(node_parts.size() > 1);
   CHECK(p.lookahead == k1us);
   // Cut links are counted, NIC-to-leaf links among them.
   int cut = 0, cut_nic = 0;

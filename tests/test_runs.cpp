@@ -138,13 +138,17 @@ TEST_CASE("golden regression runs reproduce their stored results", "[run][golden
         load_scenario(fs::path(FABTWIN_SOURCE_DIR) / golden["scenario"].get<std::string>(), sets));
     const RunResult r = fabric.run();
     const RunFigures f = run_figures(r);
-    const nlohmann::json now = {{"fingerprint", hex64(r.fingerprint)},
-                                {"events", r.events},
-                                {"flows_completed", f.completed},
-                                {"fct_p50_ps", f.fct_p50_ps},
-                                {"fct_p99_ps", f.fct_p99_ps},
-                                {"drops", f.drops},
-                                {"max_switch_queue_bytes", f.max_queue_bytes}};
+    nlohmann::json now = {{"fingerprint", hex64(r.fingerprint)},
+                          {"events", r.events},
+                          {"flows_completed", f.completed},
+                          {"fct_p50_ps", f.fct_p50_ps},
+                          {"fct_p99_ps", f.fct_p99_ps},
+                          {"drops", f.drops},
+                          {"max_switch_queue_bytes", f.max_queue_bytes}};
+    for (const CollectiveRow& row : r.collectives) {
+      now["collective_time_us"].push_back(row.time_us);
+      now["collective_busbw"].push_back(row.busbw);
+    }
     INFO(entry.path().filename().string());
     if (update) {
       golden["expect"] = now;
