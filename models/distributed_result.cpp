@@ -42,9 +42,18 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(BufferRecord, node, buffer, shared_pool, head
                                    headroom_overflows)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(BufferSampleRecord, time, buffer, bytes)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RateSampleRecord, time, flow, rate_bps, target_bps, alpha)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RankTiming, op, rank, start, end)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(NetMessage, connection, sequence, op, iteration, bytes, time)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CollectiveStepRecord, row, iteration, rank, channel, lane, step,
+                                   recv_peer, send_peer, bytes, start, end)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CollectiveTransferRecord, row, iteration, channel, transport,
+                                   src_rank, dst_rank, bytes, posted, arrived)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(GpuNodeRecords, timings, steps, nvlink, posted, arrived)
 
-std::string encode_result(const RunResult& r, const std::vector<uint64_t>& fingerprints) {
+std::string encode_result(const RunResult& r, const std::vector<uint64_t>& fingerprints,
+                          const GpuNodeRecords& collectives) {
   const nlohmann::json j = {{"fingerprints", fingerprints},
+                            {"collectives", collectives},
                             {"data_packets_sent", r.data_packets_sent},
                             {"peak_packets_in_pool", r.peak_packets_in_pool},
                             {"flows", r.flows},
@@ -80,7 +89,8 @@ void add_counters(PriorityCounters& into, const PriorityCounters& c) {
 
 // Rank 0's own result supplies everything every rank computes alike (scenario, topology,
 // events, end time); the records each rank fills only for its own components are added up.
-RunResult merge_results(const std::vector<std::string>& texts, uint64_t seed) {
+RunResult merge_results(const std::vector<std::string>& texts, uint64_t seed,
+                        GpuNodeRecords& collectives) {
   RunResult r;
   std::vector<uint64_t> fingerprints;
   for (size_t rank = 0; rank < texts.size(); ++rank) {
@@ -88,6 +98,7 @@ RunResult merge_results(const std::vector<std::string>& texts, uint64_t seed) {
     const auto parts = j["fingerprints"].get<std::vector<uint64_t>>();
     if (fingerprints.empty()) fingerprints.assign(parts.size(), 0);
     for (size_t i = 0; i < parts.size(); ++i) fingerprints[i] ^= parts[i];  // one non-zero each
+    collectives.append(j["collectives"].get<GpuNodeRecords>());
     r.data_packets_sent += j["data_packets_sent"].get<int64_t>();
     r.peak_packets_in_pool += j["peak_packets_in_pool"].get<int64_t>();
     const auto flows = j["flows"].get<std::vector<FlowRecord>>();

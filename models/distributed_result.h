@@ -6,14 +6,19 @@
 #include <string>
 #include <vector>
 
+#include "models/gpu_node.h"
 #include "models/run_result.h"
 
 namespace fabtwin {
 
 // `fingerprints`: each component's fingerprint on this rank (0 where another rank ran it).
-std::string encode_result(const RunResult& r, const std::vector<uint64_t>& fingerprints);
+// `collectives`: what this rank's GPU nodes recorded.
+std::string encode_result(const RunResult& r, const std::vector<uint64_t>& fingerprints,
+                          const GpuNodeRecords& collectives);
 
-// Merges every rank's encode_result(); `seed` recombines the fingerprints.
-RunResult merge_results(const std::vector<std::string>& texts, uint64_t seed);
+// Merges every rank's encode_result(); `seed` recombines the fingerprints. The GPU nodes'
+// records of all ranks are gathered into `collectives`.
+RunResult merge_results(const std::vector<std::string>& texts, uint64_t seed,
+                        GpuNodeRecords& collectives);
 
 }  // namespace fabtwin

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <set>
 #include <thread>
 
@@ -58,22 +59,27 @@ const ParamGroup kRoutingParams{
       "shortest paths; equal-cost paths chosen by a hash of the 5-tuple (UDP source port per QP)",
       "fabtwin", "ecmp"}}};
 
-// Packet arrivals that cross to another rank travel as the event plus a copy of the packet;
-// the copy lands in the receiving partition's pool and the original returns to its own.
+// Events that cross to another rank: a packet arrival travels as the event plus a copy of
+// the packet (the copy lands in the receiving partition's pool, the original returns to its
+// own); any other event (GPU nodes' slot credits and barriers) carries only values.
 class PacketCodec final : public EventCodec {
  public:
   explicit PacketCodec(std::vector<PacketPool>& pools) : pools_(pools) {}
   void encode(const Event& e, std::vector<char>& out) override {
-    if (kind_handler(e.kind) != kPacketArrival) throw std::logic_error("only packets cross ranks");
-    const auto* packet = reinterpret_cast<const Packet*>(e.data);
+    const bool packet = kind_handler(e.kind) == kPacketArrival && is_node_(e.target);
+    out.push_back(packet ? 1 : 0);
     append(out, e);
-    append(out, *packet);
-    pools_[packet->home].release(const_cast<Packet*>(packet));
+    if (!packet) return;
+    const auto* p = reinterpret_cast<const Packet*>(e.data);
+    append(out, *p);
+    pools_[p->home].release(const_cast<Packet*>(p));
   }
   Event decode(const char*& in, uint32_t partition) override {
+    const bool packet = *in++ != 0;
     Event e;
     std::memcpy(&e, in, sizeof e);
     in += sizeof e;
+    if (!packet) return e;
     Packet* p = pools_[partition].acquire();
     const uint16_t home = p->home;
     std::memcpy(p, in, sizeof *p);
@@ -83,6 +89,8 @@ class PacketCodec final : public EventCodec {
     e.data = reinterpret_cast<uint64_t>(p);
     return e;
   }
+  // Which components are network nodes (the only ones that receive packets).
+  std::function<bool(ComponentId)> is_node_;
 
  private:
   template <typename T>
@@ -184,11 +192,6 @@ Fabric::Fabric(const ScenarioDocument& doc, int threads, Transport* transport)
   }
 
   const bool distributed = transport_ != nullptr && transport_->ranks() > 1;
-  if (distributed && !collectives_->empty()) {
-    throw ScenarioError("traffic",
-                        "collective traffic runs in one process (use threads: "
-                        "--threads N); it is not supported under mpirun yet");
-  }
   if (distributed) run_.threads = 1;  // one partition per rank
   partitioning_ = partition_fabric(topology_, distributed ? transport_->ranks() : run_.threads);
   for (uint32_t p = 0; p < partitioning_.partitions; ++p) {
@@ -239,7 +242,10 @@ Fabric::Fabric(const ScenarioDocument& doc, int threads, Transport* transport)
   sim_->set_partitions(partition_of, partitioning_.lookahead);
   sim_->set_between_windows([this] { PacketPool::return_packets(pools_); });
   if (distributed) {
-    codec_ = std::make_unique<PacketCodec>(pools_);
+    auto codec = std::make_unique<PacketCodec>(pools_);
+    const auto nodes = static_cast<ComponentId>(topology_.nodes.size());
+    codec->is_node_ = [nodes](ComponentId id) { return id < nodes; };
+    codec_ = std::move(codec);
     sim_->set_transport(transport_, codec_.get());
   }
   auto node_ports = [&](int v) -> std::vector<EgressPort>& {
@@ -365,7 +371,9 @@ RunResult Fabric::run(const Simulator::Progress& progress) {
           {s.time, s.flow, s.state.rate.bps, s.state.target.bps, s.state.alpha});
     }
   }
-  if (!collectives_->empty()) collect_collectives(r);
+  GpuNodeRecords collective_records;
+  for (const GpuNode* node : gpu_nodes_) collective_records.append(node->records());
+  if (!collectives_->empty() && !sim_->distributed()) collect_collectives(r, collective_records);
   std::stable_sort(r.rate_samples.begin(), r.rate_samples.end(),
                    [](const RateSampleRecord& a, const RateSampleRecord& b) {
                      return a.time < b.time || (a.time == b.time && a.flow < b.flow);
@@ -420,9 +428,11 @@ RunResult Fabric::run(const Simulator::Progress& progress) {
   }
   if (sim_->distributed()) {
     const std::vector<std::string> texts =
-        transport_->gather(encode_result(r, sim_->component_fingerprints()));
+        transport_->gather(encode_result(r, sim_->component_fingerprints(), collective_records));
     if (transport_->rank() == 0) {
-      RunResult merged = merge_results(texts, run_.seed);
+      GpuNodeRecords all_records;
+      RunResult merged = merge_results(texts, run_.seed, all_records);
+      if (!collectives_->empty()) collect_collectives(r, all_records);
       for (FlowRecord& f : merged.flows) f.spec = r.flows[f.spec.id].spec;
       std::swap(r.flows, merged.flows);
       std::swap(r.ports, merged.ports);
@@ -445,22 +455,17 @@ RunResult Fabric::run(const Simulator::Progress& progress) {
 namespace fabtwin {
 
 // nccl-tests rows from the ranks' timings, and the timelines gathered from every GPU node.
-void Fabric::collect_collectives(RunResult& r) const {
+void Fabric::collect_collectives(RunResult& r, const GpuNodeRecords& records) const {
   const CollectiveSetup& setup = *collectives_;
   for (int g = 0; g < topology_.gpus(); ++g) {
     r.gpus.push_back("node" + std::to_string(topology_.node_of_gpu(g)) + "/gpu" +
                      std::to_string(g % topology_.gpus_per_node));
   }
   std::vector<std::vector<RankTiming>> timings(setup.ops.size());
-  std::vector<NetMessage> posted, arrived;
-  for (const GpuNode* node : gpu_nodes_) {
-    for (const RankTiming& t : node->timings()) timings[t.op].push_back(t);
-    r.collective_steps.insert(r.collective_steps.end(), node->steps().begin(), node->steps().end());
-    r.collective_transfers.insert(r.collective_transfers.end(), node->nvlink_transfers().begin(),
-                                  node->nvlink_transfers().end());
-    posted.insert(posted.end(), node->posted().begin(), node->posted().end());
-    arrived.insert(arrived.end(), node->arrived().begin(), node->arrived().end());
-  }
+  for (const RankTiming& t : records.timings) timings[t.op].push_back(t);
+  r.collective_steps = records.steps;
+  r.collective_transfers = records.nvlink;
+  std::vector<NetMessage> posted = records.posted, arrived = records.arrived;
   auto by_message = [](const NetMessage& a, const NetMessage& b) {
     return a.connection < b.connection || (a.connection == b.connection && a.sequence < b.sequence);
   };
@@ -476,11 +481,12 @@ void Fabric::collect_collectives(RunResult& r) const {
                                       static_cast<uint32_t>(c.dst_rank), p.bytes, p.time,
                                       here ? arrived[j].time : Time{-1}});
   }
-  std::sort(r.collective_steps.begin(), r.collective_steps.end(),
-            [](const CollectiveStepRecord& a, const CollectiveStepRecord& b) {
-              return std::tie(a.row, a.iteration, a.rank, a.channel, a.lane, a.start, a.step) <
-                     std::tie(b.row, b.iteration, b.rank, b.channel, b.lane, b.start, b.step);
-            });
+  std::sort(
+      r.collective_steps.begin(), r.collective_steps.end(),
+      [](const CollectiveStepRecord& a, const CollectiveStepRecord& b) {
+        return std::tie(a.row, a.iteration, a.rank, a.channel, a.lane, a.start, a.end, a.step) <
+               std::tie(b.row, b.iteration, b.rank, b.channel, b.lane, b.start, b.end, b.step);
+      });
   std::sort(r.collective_transfers.begin(), r.collective_transfers.end(),
             [](const CollectiveTransferRecord& a, const CollectiveTransferRecord& b) {
               return std::tie(a.row, a.iteration, a.posted, a.channel, a.src_rank, a.dst_rank) <

@@ -62,7 +62,7 @@ class Fabric {
   std::vector<GpuNode*> gpu_nodes_;
 
   void build_collectives();
-  void collect_collectives(RunResult& r) const;
+  void collect_collectives(RunResult& r, const GpuNodeRecords& records) const;
 };
 
 // Every parameter group fabtwin declares, in the order `fabtwin describe` prints them.

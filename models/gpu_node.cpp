@@ -76,6 +76,14 @@ GpuNode::GpuNode(std::string name, int node, const CollectiveSetup& setup, const
 
 GpuNode::~GpuNode() = default;
 
+void GpuNodeRecords::append(const GpuNodeRecords& o) {
+  timings.insert(timings.end(), o.timings.begin(), o.timings.end());
+  steps.insert(steps.end(), o.steps.begin(), o.steps.end());
+  nvlink.insert(nvlink.end(), o.nvlink.begin(), o.nvlink.end());
+  posted.insert(posted.end(), o.posted.begin(), o.posted.end());
+  arrived.insert(arrived.end(), o.arrived.begin(), o.arrived.end());
+}
+
 void GpuNode::begin() {
   send_.resize(setup_.connections.size());
   recv_.resize(setup_.connections.size());
@@ -251,18 +259,18 @@ void GpuNode::finish_unit(uint32_t stream, uint32_t lane) {
     if (conn.kind == LinkKind::NvLink) {
       const Time arrive = now() + setup_.nccl.nvlink_step_latency;
       schedule_self(arrive, kNvArrive, uint64_t{id} << 32 | sequence);
-      nvlink_.push_back({s.op, static_cast<uint32_t>(rank.iteration),
-                         static_cast<uint16_t>(conn.channel), CollectiveTransport::NvLink,
-                         static_cast<uint32_t>(conn.src_rank), static_cast<uint32_t>(conn.dst_rank),
-                         u.bytes, l.start, arrive});
+      records_.nvlink.push_back({s.op, static_cast<uint32_t>(rank.iteration),
+                                 static_cast<uint16_t>(conn.channel), CollectiveTransport::NvLink,
+                                 static_cast<uint32_t>(conn.src_rank),
+                                 static_cast<uint32_t>(conn.dst_rank), u.bytes, l.start, arrive});
     } else {
       Time delay = setup_.nccl.net_step_latency + setup_.gpu.pcie_latency;
       if (!setup_.gpu.gpudirect) delay += setup_.gpu.bounce_latency;
       const uint32_t qp = conn.send_qps[sequence % conn.send_qps.size()];
       schedule(now() + delay, static_cast<ComponentId>(conn.src_host), kNicPostMessage,
                post_data(qp, u.bytes));
-      posted_.push_back({id, static_cast<uint32_t>(sequence), s.op,
-                         static_cast<uint32_t>(rank.iteration), u.bytes, now()});
+      records_.posted.push_back({id, static_cast<uint32_t>(sequence), s.op,
+                                 static_cast<uint32_t>(rank.iteration), u.bytes, now()});
     }
   }
   CollectiveStepRecord step;
@@ -277,7 +285,7 @@ void GpuNode::finish_unit(uint32_t stream, uint32_t lane) {
   step.bytes = u.bytes;
   step.start = l.start;
   step.end = now();
-  steps_.push_back(step);
+  records_.steps.push_back(step);
   l.busy = false;
   if (++l.next == l.lane->units.size()) {
     lane_done(s, lane);
@@ -296,7 +304,7 @@ void GpuNode::lane_done(Stream& s, uint32_t lane) {
     launch(s, slot);
     return;
   }
-  timings_.push_back({s.op, static_cast<uint32_t>(r.rank), r.timed_start, now()});
+  records_.timings.push_back({s.op, static_cast<uint32_t>(r.rank), r.timed_start, now()});
   if (++s.ranks_done < s.ranks.size()) return;
   if (s.position + 1 == setup_.spec_ops[s.spec].size()) {
     release_work();
@@ -320,7 +328,7 @@ void GpuNode::barrier(uint32_t spec, uint32_t position) {
 void GpuNode::message_arrived(uint32_t connection, uint32_t sequence) {
   RecvSide& r = recv_[connection];
   if (setup_.connections[connection].kind == LinkKind::Net) {
-    arrived_.push_back({connection, sequence, 0, 0, 0, now()});
+    records_.arrived.push_back({connection, sequence, 0, 0, 0, now()});
   }
   const int64_t ahead = static_cast<int64_t>(sequence) - r.arrived;
   if (ahead == 0) {

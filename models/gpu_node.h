@@ -32,6 +32,16 @@ struct NetMessage {
   Time time{};  // posted (sender) or arrived (receiver)
 };
 
+// What a GPU node recorded during a run (its own ranks only).
+struct GpuNodeRecords {
+  std::vector<RankTiming> timings;
+  std::vector<CollectiveStepRecord> steps;
+  std::vector<CollectiveTransferRecord> nvlink;  // complete: both ends are on the node
+  std::vector<NetMessage> posted, arrived;       // network messages, joined after the run
+
+  void append(const GpuNodeRecords& other);
+};
+
 class GpuNode final : public Component {
  public:
   // `node`: GPU node index; `nodes`: component id of every GPU node (by node index);
@@ -44,11 +54,7 @@ class GpuNode final : public Component {
   // Schedules the first size of every collective this node takes part in.
   void begin();
 
-  const std::vector<RankTiming>& timings() const { return timings_; }
-  const std::vector<CollectiveStepRecord>& steps() const { return steps_; }
-  const std::vector<CollectiveTransferRecord>& nvlink_transfers() const { return nvlink_; }
-  const std::vector<NetMessage>& posted() const { return posted_; }
-  const std::vector<NetMessage>& arrived() const { return arrived_; }
+  const GpuNodeRecords& records() const { return records_; }
 
  private:
   struct Stream;
@@ -85,10 +91,7 @@ class GpuNode final : public Component {
   std::vector<Time> nvlink_free_;   // per local GPU: when its NVLink egress is free
   std::vector<int> barrier_count_;  // [spec] coordinator: nodes arrived at the current barrier
 
-  std::vector<RankTiming> timings_;
-  std::vector<CollectiveStepRecord> steps_;
-  std::vector<CollectiveTransferRecord> nvlink_;
-  std::vector<NetMessage> posted_, arrived_;
+  GpuNodeRecords records_;
 };
 
 }  // namespace fabtwin
