@@ -11,9 +11,11 @@ const ParamGroup kGpuParams{
     "gpu",
     "GPU nodes (collective traffic only)",
     {
-        {"nvlink_rate", ParamType::Rate, "\"3600Gbps\"",
-         "NVLink/NVSwitch bandwidth of one GPU, each direction; all its channels share it",
-         "H100 NVLink4: 18 links x 25 GB/s = 450 GB/s per direction (REFERENCES 4.4)"},
+        {"nvlink_rate", ParamType::Rate, "\"2960Gbps\"",
+         "NVLink/NVSwitch data bandwidth of one GPU, each direction, after NVLink protocol "
+         "overhead; all its channels share it",
+         "H100 NVLink4: 450 GB/s line rate per direction, about 370 GB/s effective after ~20% "
+         "protocol overhead (REFERENCES 4.4, nccl-tests#212, nccl#1442)"},
         {"pcie_rate", ParamType::Rate, "\"460Gbps\"",
          "PCIe bandwidth between a GPU and its NIC, each direction, after protocol overhead; "
          "the NIC cannot read (send) or write (receive) payload faster",

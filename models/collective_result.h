@@ -54,7 +54,10 @@ struct CollectiveStepRecord {
   Time end{};
 };
 
-// One message on one connection: posted by the sender, complete at the receiver's GPU.
+// One message on one connection, until it is complete at the receiver's GPU. `posted`: over
+// NVLink, when the sender's kernel began writing it into the peer's buffer; over the network,
+// when the sender's kernel handed it to the proxy (which posts it to the NIC after
+// nccl.net_step_latency and a PCIe crossing).
 struct CollectiveTransferRecord {
   uint32_t row = 0;
   uint32_t iteration = 0;

@@ -55,6 +55,7 @@ std::string encode_result(const RunResult& r, const std::vector<uint64_t>& finge
   const nlohmann::json j = {{"fingerprints", fingerprints},
                             {"collectives", collectives},
                             {"data_packets_sent", r.data_packets_sent},
+                            {"connection_rate_cuts", r.connection_rate_cuts},
                             {"peak_packets_in_pool", r.peak_packets_in_pool},
                             {"flows", r.flows},
                             {"ports", r.ports},
@@ -100,6 +101,7 @@ RunResult merge_results(const std::vector<std::string>& texts, uint64_t seed,
     for (size_t i = 0; i < parts.size(); ++i) fingerprints[i] ^= parts[i];  // one non-zero each
     collectives.append(j["collectives"].get<GpuNodeRecords>());
     r.data_packets_sent += j["data_packets_sent"].get<int64_t>();
+    r.connection_rate_cuts += j["connection_rate_cuts"].get<int64_t>();
     r.peak_packets_in_pool += j["peak_packets_in_pool"].get<int64_t>();
     const auto flows = j["flows"].get<std::vector<FlowRecord>>();
     const auto ports = j["ports"].get<std::vector<PortRecord>>();

@@ -366,6 +366,7 @@ RunResult Fabric::run(const Simulator::Progress& progress) {
   for (HostNic* nic : nics_) {
     nic->collect(r.flows);
     r.data_packets_sent += nic->data_packets_sent();
+    r.connection_rate_cuts += nic->connection_rate_cuts();
     for (const RateSample& s : nic->rate_samples()) {
       r.rate_samples.push_back(
           {s.time, s.flow, s.state.rate.bps, s.state.target.bps, s.state.alpha});
@@ -443,6 +444,7 @@ RunResult Fabric::run(const Simulator::Progress& progress) {
       std::swap(r.rate_samples, merged.rate_samples);
       r.fingerprint = merged.fingerprint;
       r.data_packets_sent = merged.data_packets_sent;
+      r.connection_rate_cuts = merged.connection_rate_cuts;
       r.peak_packets_in_pool = merged.peak_packets_in_pool;
     }
     r.partitions = static_cast<int>(partitioning_.partitions);

@@ -83,7 +83,7 @@ class GpuNode final : public Component {
   };
   struct RecvSide {
     int64_t arrived = 0, consumed = 0;  // messages complete in order, consumed by the GPU
-    uint64_t early = 0;                 // bit i: message arrived + 1 + i is already here
+    uint64_t early = 0;                 // bit i: message `arrived + i` is already here
     int32_t waiter = -1;
   };
   std::vector<SendSide> send_;

@@ -237,7 +237,9 @@ void HostNic::on_timer(const Event& e) {
     case kCcTimer: {
       SendQp& qp = send_qps_[e.data];
       if (now() == qp.cc_timer_at) qp.cc_timer_at = Time::max();
-      if (qp.done) break;
+      // A finished flow stops; an idle connection QP pauses its rate recovery until it sends
+      // again (the next packet re-arms the timer), so that an idle fabric lets the run end.
+      if (qp.done || (qp.connection && qp.unacked_psn >= qp.packets)) break;
       if (now() >= qp.cc->next_timer()) {
         qp.cc->on_timer(now());
         update_rate(qp);
@@ -525,7 +527,7 @@ void HostNic::update_rate(SendQp& qp) {
 }
 
 void HostNic::arm_cc_timer(SendQp& qp) {
-  const Time t = qp.cc->next_timer();
+  const Time t = std::max(qp.cc->next_timer(), now());  // due while the QP was idle: now
   if (t == Time::max() || t >= qp.cc_timer_at) return;
   qp.cc_timer_at = t;
   schedule_self(t, kCcTimer, static_cast<uint64_t>(&qp - send_qps_.data()));
@@ -590,6 +592,14 @@ void HostNic::on_nak(const Packet& p) {
   qp.deadline = now() + config_.ack_timeout;
   go_back_to(qp, p.psn);
   pump();
+}
+
+int64_t HostNic::connection_rate_cuts() const {
+  int64_t cuts = 0;
+  for (const SendQp& qp : send_qps_) {
+    if (qp.connection && qp.cc) cuts += qp.cc->state(now()).cuts;
+  }
+  return cuts;
 }
 
 void HostNic::collect(std::vector<FlowRecord>& records) const {

@@ -76,6 +76,8 @@ class HostNic final : public NetworkNode {
   // Fills the parts of each flow's record this NIC knows (requester or responder side).
   void collect(std::vector<FlowRecord>& records) const;
   int64_t data_packets_sent() const { return data_packets_sent_; }
+  // Rate cuts of the connection QPs (flows' cuts are in their records).
+  int64_t connection_rate_cuts() const;
   const std::vector<RateSample>& rate_samples() const { return rate_samples_; }
   void discard_background_after(unsigned __int128 stop) override;
 

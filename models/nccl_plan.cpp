@@ -87,6 +87,8 @@ class Builder {
         point_to_point();
         break;
     }
+    // A rank alone has nothing to move: its lanes are dropped and it finishes at launch.
+    std::erase_if(plan_.lanes, [](const Lane& l) { return l.units.empty(); });
     return std::move(plan_);
   }
 
@@ -322,7 +324,6 @@ class Builder {
         chunked(recvs[pr.channel], from, recv, -1);
       }
     }
-    std::erase_if(plan_.lanes, [](const Lane& l) { return l.units.empty(); });
   }
 
   const PlanInput& in_;
@@ -385,13 +386,28 @@ int64_t element_count(Op op, int64_t bytes, int type_bytes, int ranks) {
 std::vector<int> ring_order(const PlanInput& in, int channel) {
   std::vector<int> ring;
   const std::vector<std::vector<int>> nodes = ranks_by_node(in);
-  for (size_t k = 0; k < nodes.size(); ++k) {
+  const int k_nodes = static_cast<int>(nodes.size());
+  // Local index at which node k's part of the ring starts: alternately a and b = a - 1, and a
+  // third index for the last of an odd number of nodes, so that every node starts where the
+  // one before it ends. Two GPUs per node and an odd node count leave no third index: the hop
+  // that closes the ring then changes local index.
+  auto entry = [&](int k) {
+    const int m = static_cast<int>(nodes[k].size());
+    const int a = channel % m, b = (a + m - 1) % m;
+    if (k_nodes % 2 == 1 && k == k_nodes - 1 && k > 0 && m >= 3) return (a + m - 2) % m;
+    return k % 2 == 0 ? a : b;
+  };
+  for (int k = 0; k < k_nodes; ++k) {
     const std::vector<int>& l = nodes[k];
     const int m = static_cast<int>(l.size());
-    const int s = channel % m;
-    for (int i = 0; i < m; ++i) {
-      ring.push_back(k % 2 == 0 ? l[(s + i) % m] : l[((s - 1 - i) % m + m) % m]);
+    const int s = entry(k);
+    const int e = k_nodes > 1 ? entry((k + 1) % k_nodes) % m : s;
+    ring.push_back(l[s]);
+    for (int i = 1; i < m; ++i) {  // the others in rotation order, the exit last
+      const int local = (s + i) % m;
+      if (local != e) ring.push_back(l[local]);
     }
+    if (e != s) ring.push_back(l[e]);
   }
   return ring;
 }

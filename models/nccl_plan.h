@@ -33,7 +33,6 @@ struct PlanInput {
   int steps = 8;             // NCCL_STEPS: buffer slots per connection
   int64_t p2p_chunk_net = 128 << 10;
   int64_t p2p_chunk_nvlink = 512 << 10;
-  int threads = 512;  // NCCL_SIMPLE_MAX_NTHREADS: sets the chunk rounding granule
 };
 
 // A one-way connection between two ranks on one channel. `slots`: messages (slices) that may
@@ -68,9 +67,11 @@ struct Plan {
 // Lanes only for ranks `want_rank` accepts (all when empty); the connections are always all.
 Plan make_plan(const PlanInput& input, const std::function<bool(int)>& want_rank = {});
 
-// The ring of `channel`: ranks in order. Nodes in order; within a node the ring enters at
-// the channel's GPU and alternates direction from node to node, so that the hop between two
-// nodes joins GPUs with the same local index (the same rail on a rail-optimized fabric).
+// The ring of `channel`: ranks in order. Nodes in order; each node's part starts at the GPU
+// where the previous node's part ended (the channel's GPU a, then a - 1, alternately; a third
+// GPU closes an odd ring), so that every hop between nodes joins GPUs with the same local index:
+// the same rail on a rail-optimized fabric. Only an odd number of nodes with two GPUs each has
+// one hop, the one closing the ring, between different local indices.
 std::vector<int> ring_order(const PlanInput& input, int channel);
 
 // NCCL's binary tree over n (trees.cc's rule): parent and two children of rank r, -1 if none.

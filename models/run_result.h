@@ -93,7 +93,8 @@ struct RunResult {
   std::vector<PauseRecord> pauses;
   std::vector<BufferRecord> buffers;
   std::vector<BufferSampleRecord> buffer_samples;
-  std::string congestion_control;  // "none" or "dcqcn (PROFILE)"
+  std::string congestion_control;    // "none" or "dcqcn (PROFILE)"
+  int64_t connection_rate_cuts = 0;  // collectives' QPs (flows count theirs in FlowRecord)
   std::vector<RateSampleRecord> rate_samples;
   // GPUs (rank r of a collective is gpus index CollectiveRow::gpus[r]) and NCCL collectives.
   std::vector<std::string> gpus;  // "node3/gpu5"

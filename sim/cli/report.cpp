@@ -26,8 +26,6 @@ RunFigures run_figures(const RunResult& r) {
     ++f.flows;
     f.retransmitted += flow.packets_retransmitted;
     f.timeouts += flow.timeouts;
-    f.cnps_sent += flow.cnps_sent;
-    f.cnps_received += flow.cnps_received;
     f.rate_cuts += flow.rate_cuts;
     if (!flow.completed) continue;
     ++f.completed;
@@ -40,6 +38,7 @@ RunFigures run_figures(const RunResult& r) {
   f.goodput_p50_bps = percentile(goodput, 50);
   f.goodput_min_bps = percentile(goodput, 0);
   f.goodput_max_bps = percentile(goodput, 100);
+  f.rate_cuts += r.connection_rate_cuts;
   for (const PortRecord& p : r.ports) {
     f.drops += p.drops();
     f.drops_egress += p.total(&PriorityCounters::drops_egress);
@@ -54,6 +53,8 @@ RunFigures run_figures(const RunResult& r) {
     f.paused_ps += static_cast<double>(paused.ps);
     f.ports_paused += paused.ps > 0;
     f.ecn_marks += p.total(&PriorityCounters::ecn_marks);
+    f.cnps_sent += p.total(&PriorityCounters::cnp_sent);  // flows' and collectives' QPs alike
+    f.cnps_received += p.total(&PriorityCounters::cnp_received);
     if (p.switch_port) f.max_queue_bytes = std::max(f.max_queue_bytes, p.max_queue_bytes());
   }
   for (const BufferRecord& b : r.buffers) {
@@ -110,8 +111,10 @@ void print_summary(const RunResult& r, std::ostream& out) {
       << (r.reached_end ? " (stopped at the end time with traffic pending)" : " (all traffic done)")
       << "\n\n";
 
-  out << "flows       " << f.completed << " of " << f.flows << " completed, " << f.retransmitted
-      << " packets retransmitted, " << f.timeouts << " ACK timeouts\n";
+  if (f.flows > 0 || r.collectives.empty()) {
+    out << "flows       " << f.completed << " of " << f.flows << " completed, " << f.retransmitted
+        << " packets retransmitted, " << f.timeouts << " ACK timeouts\n";
+  }
   if (f.completed > 0) {
     out << "  FCT       p50 " << time_text(f.fct_p50_ps) << "   p99 " << time_text(f.fct_p99_ps)
         << "   max " << time_text(f.fct_max_ps) << "\n";
