@@ -12,7 +12,7 @@ DEBIAN_PACKAGES = build-essential cmake pkg-config \
 
 SUDO = $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all setup configure build run test bench bench-queue validate format clean
+.PHONY: all setup configure build run test bench bench-queue bench-nccl validate format clean
 
 all: build
 
@@ -45,6 +45,11 @@ bench: build
 
 bench-queue: build
 	$(BUILD)/fabtwin bench --queue
+
+# 64 GPUs (8 x 8), ring all-reduce of 1 GiB at packet level: wall time and events/s.
+bench-nccl: build
+	$(BUILD)/fabtwin run scenarios/bench/nccl_ring_8x8_1gib.json --threads 1 \
+	  --set output.collective_timeline=false
 
 format:
 	clang-format -i $$(git ls-files '*.cpp' '*.h')

@@ -87,6 +87,7 @@ struct CollectiveSetup {
   std::map<std::tuple<uint32_t, int, int, int>, uint32_t> connection_index;  // spec,src,dst,ch
   std::vector<std::vector<int>> spec_nodes;  // [spec] -> GPU nodes with ranks, ascending
   std::vector<Time> barrier_latency;         // [spec]: between sizes, like nccl-tests' barrier
+  bool record_timeline = true;               // output.collective_timeline
 
   bool empty() const { return specs.empty(); }
   uint32_t connection(uint32_t spec, int src, int dst, int channel) const {

@@ -17,7 +17,7 @@ struct CollectiveRow {
   uint32_t generator = 0;  // index of the `traffic` entry that asked for it
   std::string op;          // all_reduce, all_gather, reduce_scatter, broadcast, reduce,
                            // all_to_all, send_recv
-  std::string algorithm;   // ring or tree, as run (never "auto")
+  std::string algorithm;   // ring, tree or p2p (all_to_all, send_recv), as run (never "auto")
   std::string protocol;    // Simple
   int64_t size = 0;        // bytes: nccl-tests' "size" column, max(send, receive) per rank
   int64_t count = 0;       // elements: nccl-tests' "count" column

@@ -39,6 +39,11 @@ const ParamGroup kOutputParams{
          "fabtwin"},
         {"queue_sample_interval", ParamType::Time, "\"10us\"",
          "period of the per-port queue-depth samples; \"0us\" turns them off", "fabtwin"},
+        {"collective_timeline", ParamType::Boolean, "true",
+         "record every step and message of the collectives (HDF5 /collectives/steps and "
+         "transfers, --trace); false keeps only the nccl-tests rows, for long sweeps on many "
+         "GPUs",
+         "fabtwin"},
     }};
 const std::set<std::string> kSections{"topology", "fabric",      "nic",    "routing",
                                       "traffic",  "gpu",         "nccl",   "run",
@@ -174,12 +179,14 @@ Fabric::Fabric(const ScenarioDocument& doc, int threads, Transport* transport)
   ParamReader output(section(root, "output"), "output", kOutputParams);
   if (output.has("hdf5")) output.text("hdf5");
   switch_config.queue_sample_interval = output.time("queue_sample_interval");
+  const bool collective_timeline = output.boolean("collective_timeline");
   nic_config.rate_sample_interval = output.time("rate_sample_interval");
   output.finish();
 
   routing_ = std::make_unique<RoutingTable>(topology_);
   flows_ = generate_traffic(root, topology_, run_.seed, doc.dir);
   collectives_ = std::make_unique<CollectiveSetup>(read_collectives(root, topology_));
+  collectives_->record_timeline = collective_timeline;
   if (!collectives_->empty()) {
     // GPU nodes: the NICs sit on PCIe (a bottleneck only when slower than the link).
     const GpuConfig& gpu = collectives_->gpu;
@@ -193,7 +200,16 @@ Fabric::Fabric(const ScenarioDocument& doc, int threads, Transport* transport)
 
   const bool distributed = transport_ != nullptr && transport_->ranks() > 1;
   if (distributed) run_.threads = 1;  // one partition per rank
-  partitioning_ = partition_fabric(topology_, distributed ? transport_->ranks() : run_.threads);
+  // A GPU node talks to its NICs over PCIe: with a PCIe latency, those events can cross
+  // partitions (it is their lookahead) and each NIC stays with its switch, so that packets
+  // stay inside a rail's partition; without one, a node's NICs must share its partition.
+  const bool gpu_nodes = !collectives_->empty();
+  const bool keep_node_nics = gpu_nodes && collectives_->gpu.pcie_latency.ps == 0;
+  partitioning_ =
+      partition_fabric(topology_, distributed ? transport_->ranks() : run_.threads, keep_node_nics);
+  if (gpu_nodes && !keep_node_nics && partitioning_.partitions > 1) {
+    partitioning_.lookahead = std::min(partitioning_.lookahead, collectives_->gpu.pcie_latency);
+  }
   for (uint32_t p = 0; p < partitioning_.partitions; ++p) {
     pools_.emplace_back(static_cast<uint16_t>(p), partitioning_.partitions);
   }
@@ -236,7 +252,8 @@ Fabric::Fabric(const ScenarioDocument& doc, int threads, Transport* transport)
                                             ids, nics);
       gpu_nodes_.push_back(node.get());
       sim_->add(std::move(node));
-      partition_of.push_back(partitioning_.partition_of[v * topology_.nics_per_node]);
+      const int anchor = v * topology_.nics_per_node + v % topology_.nics_per_node;
+      partition_of.push_back(partitioning_.partition_of[anchor]);
     }
   }
   sim_->set_partitions(partition_of, partitioning_.lookahead);

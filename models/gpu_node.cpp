@@ -259,18 +259,20 @@ void GpuNode::finish_unit(uint32_t stream, uint32_t lane) {
     if (conn.kind == LinkKind::NvLink) {
       const Time arrive = now() + setup_.nccl.nvlink_step_latency;
       schedule_self(arrive, kNvArrive, uint64_t{id} << 32 | sequence);
-      records_.nvlink.push_back({s.op, static_cast<uint32_t>(rank.iteration),
-                                 static_cast<uint16_t>(conn.channel), CollectiveTransport::NvLink,
-                                 static_cast<uint32_t>(conn.src_rank),
-                                 static_cast<uint32_t>(conn.dst_rank), u.bytes, l.start, arrive});
+      if (setup_.record_timeline)
+        records_.nvlink.push_back({s.op, static_cast<uint32_t>(rank.iteration),
+                                   static_cast<uint16_t>(conn.channel), CollectiveTransport::NvLink,
+                                   static_cast<uint32_t>(conn.src_rank),
+                                   static_cast<uint32_t>(conn.dst_rank), u.bytes, l.start, arrive});
     } else {
       Time delay = setup_.nccl.net_step_latency + setup_.gpu.pcie_latency;
       if (!setup_.gpu.gpudirect) delay += setup_.gpu.bounce_latency;
       const uint32_t qp = conn.send_qps[sequence % conn.send_qps.size()];
       schedule(now() + delay, static_cast<ComponentId>(conn.src_host), kNicPostMessage,
                post_data(qp, u.bytes));
-      records_.posted.push_back({id, static_cast<uint32_t>(sequence), s.op,
-                                 static_cast<uint32_t>(rank.iteration), u.bytes, now()});
+      if (setup_.record_timeline)
+        records_.posted.push_back({id, static_cast<uint32_t>(sequence), s.op,
+                                   static_cast<uint32_t>(rank.iteration), u.bytes, now()});
     }
   }
   CollectiveStepRecord step;
@@ -285,7 +287,7 @@ void GpuNode::finish_unit(uint32_t stream, uint32_t lane) {
   step.bytes = u.bytes;
   step.start = l.start;
   step.end = now();
-  records_.steps.push_back(step);
+  if (setup_.record_timeline) records_.steps.push_back(step);
   l.busy = false;
   if (++l.next == l.lane->units.size()) {
     lane_done(s, lane);
@@ -327,7 +329,7 @@ void GpuNode::barrier(uint32_t spec, uint32_t position) {
 
 void GpuNode::message_arrived(uint32_t connection, uint32_t sequence) {
   RecvSide& r = recv_[connection];
-  if (setup_.connections[connection].kind == LinkKind::Net) {
+  if (setup_.record_timeline && setup_.connections[connection].kind == LinkKind::Net) {
     records_.arrived.push_back({connection, sequence, 0, 0, 0, now()});
   }
   const int64_t ahead = static_cast<int64_t>(sequence) - r.arrived;

@@ -5,7 +5,7 @@
 
 namespace fabtwin {
 
-FabricPartitioning partition_fabric(const Topology& topo, int parts) {
+FabricPartitioning partition_fabric(const Topology& topo, int parts, bool keep_node_nics) {
   const int n = static_cast<int>(topo.nodes.size());
   FabricPartitioning result;
   result.partition_of.assign(n, 0);
@@ -18,11 +18,10 @@ FabricPartitioning partition_fabric(const Topology& topo, int parts) {
   for (int v = 0; v < n; ++v) {
     if (topo.nodes[v].kind == NodeKind::Switch) switches.push_back(v);
   }
-  // Every NIC of a GPU node goes with the switch one of its NICs hangs off (its home), so that
-  // a node's NICs share a partition; the links of its other NICs may be cut. Node k's home is
-  // the switch of its NIC k mod NICs, so that on a rail-optimized fabric the nodes spread over
-  // the rails (and the rails over the partitions) instead of all following rail 0.
-  const int per_node = std::max(1, topo.nics_per_node);
+  // Each host goes with the switch it hangs off (its home). Keeping node NICs together, every
+  // NIC of a GPU node goes with the switch of the node's NIC k mod NICs, so that the nodes
+  // spread over the rails (and the rails over the partitions); its other NICs' links may be cut.
+  const int per_node = keep_node_nics ? std::max(1, topo.nics_per_node) : 1;
   std::vector<int> home(topo.hosts, -1);
   for (int first = 0; first < topo.hosts; first += per_node) {
     int sw = -1;

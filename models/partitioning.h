@@ -1,8 +1,8 @@
 // Spreading a fabric over partitions for the parallel runner: switches in contiguous runs of
 // a breadth-first order (so that neighbours share a partition), balanced by the hosts and
-// ports they carry. The NICs (hosts) of one GPU node stay together: all go with the switch
-// that NIC k mod NICs of node k hangs off (with one NIC per node, each host goes with its own
-// switch; on a rail-optimized fabric the nodes spread over the rails). A link
+// ports they carry; each host goes with the switch it hangs off. With `keep_node_nics`, the
+// NICs (hosts) of one GPU node stay together instead: all go with the switch that NIC k mod NICs
+// of node k hangs off (on a rail-optimized fabric the nodes spread over the rails), and a link
 // between a NIC and its switch may then cross partitions and counts as a cut link.
 #pragma once
 
@@ -22,6 +22,7 @@ struct FabricPartitioning {
 
 // At most `parts` partitions (fewer if the fabric has fewer switches). Throws ScenarioError if
 // a link of zero delay would cross partitions: it leaves no lookahead.
-FabricPartitioning partition_fabric(const Topology& topology, int parts);
+FabricPartitioning partition_fabric(const Topology& topology, int parts,
+                                    bool keep_node_nics = false);
 
 }  // namespace fabtwin

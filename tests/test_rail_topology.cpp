@@ -232,7 +232,7 @@ TEST_CASE("read_topology builds a rail-optimized fabric from a scenario", "[rail
 
 TEST_CASE("partitioning keeps a GPU node's NICs together", "[rail]") {
   const Topology t = rail(4, 8, 8, 2, 2);
-  const FabricPartitioning p = partition_fabric(t, 4);
+  const FabricPartitioning p = partition_fabric(t, 4, true);
   CHECK(p.partitions == 4);
   std::set<uint32_t> node_parts;
   for (int n = 0; n < t.gpu_nodes(); ++n) {
@@ -260,8 +260,17 @@ TEST_CASE("partitioning keeps a GPU node's NICs together", "[rail]") {
 
   // A zero-delay link that crosses partitions leaves no lookahead, NIC links included.
   Topology zero = build_rail_optimized(2, 8, 8, 2, 1, k400, k400, Time{0});
-  CHECK_THROWS_WITH(partition_fabric(zero, 4),
+  CHECK_THROWS_WITH(partition_fabric(zero, 4, true),
                     Catch::Contains("fabric.link.delay") && Catch::Contains("zero delay"));
+
+  // Without keeping node NICs together (GPU nodes reach their NICs over PCIe, whose latency is
+  // then the lookahead), every NIC goes with its own rail leaf and no NIC link is cut.
+  const FabricPartitioning own = partition_fabric(t, 4);
+  CHECK(own.partitions == 4);
+  for (int h = 0; h < t.hosts; ++h) {
+    INFO("NIC " << h);
+    CHECK(own.partition_of[h] == own.partition_of[switch_of(t, h)]);
+  }
   CHECK_NOTHROW(partition_fabric(zero, 1));
 }
 

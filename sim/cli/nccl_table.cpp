@@ -166,7 +166,8 @@ void print_collectives(const RunResult& r, std::ostream& out) {
     const auto sizes = std::count_if(r.collectives.begin(), r.collectives.end(),
                                      [g](const CollectiveRow& row) { return row.generator == g; });
     out << "\ncollective  traffic[" << g << "]: " << first->op << " on " << first->ranks
-        << " GPUs, " << sizes << (sizes == 1 ? " size\n" : " sizes\n");
+        << (first->ranks == 1 ? " GPU, " : " GPUs, ") << sizes
+        << (sizes == 1 ? " size\n" : " sizes\n");
     out << nccl_tests_table(r, g);
     const auto unfinished = std::count_if(
         r.collectives.begin(), r.collectives.end(),

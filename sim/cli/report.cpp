@@ -109,10 +109,11 @@ void print_summary(const RunResult& r, std::ostream& out) {
   out << "run         seed " << r.seed << ", end " << format_time(r.end_time) << ", last event at "
       << time_text(static_cast<double>(r.last_event_time.ps))
       << (r.reached_end ? " (stopped at the end time with traffic pending)" : " (all traffic done)")
-      << "\n\n";
+      << "\n";
 
-  if (f.flows > 0 || r.collectives.empty()) {
-    out << "flows       " << f.completed << " of " << f.flows << " completed, " << f.retransmitted
+  const bool flows_line = f.flows > 0 || r.collectives.empty();
+  if (flows_line) {
+    out << "\nflows       " << f.completed << " of " << f.flows << " completed, " << f.retransmitted
         << " packets retransmitted, " << f.timeouts << " ACK timeouts\n";
   }
   if (f.completed > 0) {
@@ -142,9 +143,9 @@ void print_summary(const RunResult& r, std::ostream& out) {
   std::stable_sort(ports.begin(), ports.end(), [](const PortRecord* a, const PortRecord* b) {
     return a->max_queue_bytes() > b->max_queue_bytes();
   });
-  out << "\nports       max switch queue " << bytes_text(f.max_queue_bytes) << ", drops " << f.drops
-      << " packets (" << f.drops_egress << " lossy over the egress limit, " << f.drops_headroom
-      << " lossless over the headroom)\n";
+  out << (flows_line ? "\n" : "") << "\nports       max switch queue "
+      << bytes_text(f.max_queue_bytes) << ", drops " << f.drops << " packets (" << f.drops_egress
+      << " lossy over the egress limit, " << f.drops_headroom << " lossless over the headroom)\n";
   out << "  pfc       " << f.pause_sent << " XOFF frames sent (" << f.xoff_transitions
       << " XOFF transitions, " << f.xon_sent << " XON), " << f.pause_received << " XOFF received; "
       << f.ports_paused << " egress ports paused, " << time_text(f.paused_ps) << " in total\n";
