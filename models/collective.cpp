@@ -66,8 +66,11 @@ const ParamGroup kNcclParams{
          "NCCL_BUFFSIZE: buffer per connection, 8 steps (NCCL_STEPS); ring all-reduce moves "
          "chunks of 4 steps in slices of 2",
          "NCCL default"},
-        {"min_nchannels", ParamType::Integer, "1", "NCCL_MIN_NCHANNELS", "NCCL", "1..64"},
-        {"max_nchannels", ParamType::Integer, "64", "NCCL_MAX_NCHANNELS", "NCCL MAXCHANNELS",
+        {"min_nchannels", ParamType::Integer, "1",
+         "NCCL_MIN_NCHANNELS: fewest channels the communicator and each collective use",
+         "NCCL default", "1..64"},
+        {"max_nchannels", ParamType::Integer, "64",
+         "NCCL_MAX_NCHANNELS: most channels the communicator uses", "NCCL MAXCHANNELS = 64",
          "1..64"},
         {"nchannels", ParamType::List, "\"auto\"",
          "channels of the communicator (\"auto\": 2 per NIC of a node, NCCL duplicating each "

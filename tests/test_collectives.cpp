@@ -1000,7 +1000,7 @@ TEST_CASE("a 64 MiB ring all-reduce on 4 nodes runs at the RoCE goodput", "[coll
   for (const PortRecord& p : r.ports) {
     if (!p.switch_port) busy_us = std::max(busy_us, static_cast<double>(p.busy_time.ps) / 1e6);
   }
-  WARN("64 MiB ring all-reduce, 4 nodes x 1 GPU, 100 Gb/s: "
+  INFO("64 MiB ring all-reduce, 4 nodes x 1 GPU, 100 Gb/s: "
        << row.time_us << " us; 2(n-1)/n S / B = " << per_rank / goodput * 1e6 << " us, ratio "
        << ratio << "; with the ACK frames on the egress, ratio " << ratio_with_acks
        << "; NIC egress busy " << busy_us / row.time_us << " of the time; busbw " << row.busbw
@@ -1024,7 +1024,7 @@ TEST_CASE("without GPUDirect: slower at large sizes, later at small ones", "[col
   };
   const double big_gdr = time_us("8MiB", true), big_bounce = time_us("8MiB", false);
   const double small_gdr = time_us("8B", true), small_bounce = time_us("8B", false);
-  WARN("gpudirect on/off, 2 nodes, PCIe 100 Gb/s: 8 MiB "
+  INFO("gpudirect on/off, 2 nodes, PCIe 100 Gb/s: 8 MiB "
        << big_gdr << " / " << big_bounce << " us; 8 B " << small_gdr << " / " << small_bounce
        << " us");
   // Off, every byte crosses PCIe twice: half the rate, so the bandwidth-bound time nearly
@@ -1047,7 +1047,7 @@ TEST_CASE("tree beats ring for small all-reduces on 8 nodes, ring wins large one
   };
   const double tree_small = time_us("8B", "tree"), ring_small = time_us("8B", "ring");
   const double tree_big = time_us("256MiB", "tree"), ring_big = time_us("256MiB", "ring");
-  WARN("8 nodes x 1 GPU: 8 B tree " << tree_small << " us, ring " << ring_small
+  INFO("8 nodes x 1 GPU: 8 B tree " << tree_small << " us, ring " << ring_small
                                     << " us; 256 MiB tree " << tree_big << " us, ring " << ring_big
                                     << " us");
   CHECK(tree_small < ring_small);
