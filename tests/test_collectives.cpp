@@ -1241,3 +1241,28 @@ TEST_CASE("collectives on one node, on shared NICs and over several QPs", "[coll
     }
   }
 }
+
+// NCCL_IB_QPS_PER_CONNECTION gives ECMP entropy: each queue pair has its own UDP source port,
+// so one connection's messages spread over the spines that a single queue pair would not.
+TEST_CASE("queue pairs per connection spread a connection over the spines", "[collectives]") {
+  auto spines_used = [](int qps) {
+    // Two GPUs on different nodes and rails: the send/receive pair crosses a spine each way.
+    // One channel and one message size, so the queue pairs are the only source of entropy.
+    nlohmann::json scenario = rail(
+        2, 2, {{"type", "collective"}, {"op", "send_recv"}, {"size", "4MiB"}, {"ranks", {0, 3}}});
+    scenario["topology"]["spines"] = 8;
+    scenario["nccl"] = {{"ib_qps_per_connection", qps}, {"nchannels", 1}};
+    const RunResult r = run(scenario);
+    REQUIRE(r.collectives.size() == 1);
+    CHECK(r.collectives[0].time_us > 0);
+    std::set<std::string> used;
+    for (const PortRecord& p : r.ports) {
+      if (p.node.rfind("spine", 0) == 0 && p.tx_bytes() > 0) used.insert(p.node);
+    }
+    return used.size();
+  };
+  const size_t one = spines_used(1), eight = spines_used(8);
+  INFO("spines carrying the connection: 1 QP " << one << ", 8 QPs " << eight);
+  CHECK(one <= 4);  // one path each way for the data, one for each direction's ACKs
+  CHECK(eight > one);
+}
