@@ -105,7 +105,9 @@ void print_summary(const RunResult& r, std::ostream& out) {
   const RunFigures f = run_figures(r);
   out << "fabtwin " << kVersion << "  " << r.scenario_file << "\n";
   out << "topology    " << r.topology << ": " << r.hosts << " hosts, " << r.switches
-      << (r.switches == 1 ? " switch\n" : " switches\n");
+      << (r.switches == 1 ? " switch" : " switches");
+  if (!r.gpus.empty()) out << ", " << r.gpus.size() << (r.gpus.size() == 1 ? " GPU" : " GPUs");
+  out << "\n";
   out << "run         seed " << r.seed << ", end " << format_time(r.end_time) << ", last event at "
       << time_text(static_cast<double>(r.last_event_time.ps))
       << (r.reached_end ? " (stopped at the end time with traffic pending)" : " (all traffic done)")
