@@ -118,9 +118,8 @@ void GpuNode::handle(const Event& e) {
     case kGo: {
       Stream& s = *streams_[index];
       Stream::Rank& r = s.ranks[e.data];
-      if (r.lanes.empty()) {
-        r.left = 1;
-        lane_done(s, UINT32_MAX - static_cast<uint32_t>(e.data));
+      if (r.lanes.empty()) {  // nothing to move (a rank alone): done at launch
+        rank_done(s, static_cast<int>(e.data));
         break;
       }
       for (uint32_t lane : r.lanes) try_start(index, lane);
@@ -297,10 +296,13 @@ void GpuNode::finish_unit(uint32_t stream, uint32_t lane) {
 }
 
 void GpuNode::lane_done(Stream& s, uint32_t lane) {
-  const int slot =
-      lane >= s.lanes.size() ? static_cast<int>(UINT32_MAX - lane) : s.lanes[lane].slot;
+  const int slot = s.lanes[lane].slot;
+  if (--s.ranks[slot].left == 0) rank_done(s, slot);
+}
+
+// A rank finished an iteration: it launches the next, or it is done with this size.
+void GpuNode::rank_done(Stream& s, int slot) {
   Stream::Rank& r = s.ranks[slot];
-  if (--r.left > 0) return;
   const CollectiveSpec& spec = setup_.specs[s.spec];
   if (++r.iteration < spec.warmup + spec.iterations) {
     launch(s, slot);

@@ -64,6 +64,7 @@ class GpuNode final : public Component {
   void try_start(uint32_t stream, uint32_t lane);
   void finish_unit(uint32_t stream, uint32_t lane);
   void lane_done(Stream& s, uint32_t lane);
+  void rank_done(Stream& s, int slot);
   void wake(int32_t waiter);
   void message_arrived(uint32_t connection, uint32_t sequence);
   void barrier(uint32_t spec, uint32_t position);
