@@ -277,6 +277,10 @@ CollectiveSetup read_collectives(const nlohmann::json& scenario, const Topology&
     for (size_t i = 0; i < list.size(); ++i) {
       const nlohmann::json& g = list[i];
       if (!g.is_object() || !g.contains("type") || g["type"] != "collective") continue;
+      if (setup.specs.size() == 255) {  // a GPU node numbers its collectives in 8 bits
+        throw ScenarioError("traffic[" + std::to_string(i) + "]",
+                            "expected at most 255 collective generators, found more");
+      }
       ParamReader r(g, "traffic[" + std::to_string(i) + "]", kCollectiveParams);
       r.choice("type");
       setup.specs.push_back(read_spec(r, static_cast<uint32_t>(i), t));
