@@ -10,7 +10,7 @@ namespace {
 
 // Handlers of a GPU node (the NIC's kNicMessageArrived and kNicMessageAcked come in too).
 enum GpuHandler : uint32_t {
-  kUnitDone = 0x43,  // index = stream << 16 | lane: the slice's GPU work is done
+  kUnitDone = 0x43,  // data = stream << 32 | lane: the slice's GPU work is done
   kNvArrive = 0x44,  // data = connection << 32 | sequence: an NVLink message is in the buffer
   kCredit = 0x45,    // data = connection: the receiver freed a buffer slot
   kGo = 0x46,        // index = stream, data = rank slot: launch latency over, lanes start
@@ -113,7 +113,7 @@ void GpuNode::handle(const Event& e) {
       break;
     }
     case kUnitDone:
-      finish_unit(index >> 16, index & 0xFFFF);
+      finish_unit(static_cast<uint32_t>(e.data >> 32), static_cast<uint32_t>(e.data));
       break;
     case kGo: {
       Stream& s = *streams_[index];
@@ -183,9 +183,9 @@ void GpuNode::launch(Stream& s, int slot) {
                 static_cast<uint64_t>(slot));
 }
 
-void GpuNode::wake(int32_t waiter) {
+void GpuNode::wake(int64_t waiter) {
   if (waiter < 0) return;
-  try_start(static_cast<uint32_t>(waiter) >> 20, static_cast<uint32_t>(waiter) & 0xFFFFF);
+  try_start(static_cast<uint32_t>(waiter >> 32), static_cast<uint32_t>(waiter));
 }
 
 void GpuNode::try_start(uint32_t stream, uint32_t lane) {
@@ -193,7 +193,7 @@ void GpuNode::try_start(uint32_t stream, uint32_t lane) {
   LaneState& l = s.lanes[lane];
   if (l.busy || l.next >= l.lane->units.size()) return;
   const nccl::Unit& u = l.lane->units[l.next];
-  const auto waiter = static_cast<int32_t>(stream << 20 | lane);
+  const auto waiter = static_cast<int64_t>(uint64_t{stream} << 32 | lane);
   for (int32_t c : u.recv) {
     if (c < 0) continue;
     RecvSide& r = recv_[s.connection[c]];
@@ -225,7 +225,7 @@ void GpuNode::try_start(uint32_t stream, uint32_t lane) {
     free = std::max(free, now()) + transfer_time(u.bytes, setup_.gpu.nvlink_rate.bps / 8.0);
     done = std::max(done, free);
   }
-  schedule_self(done, make_kind(kUnitDone, stream << 16 | lane), 0);
+  schedule_self(done, kUnitDone, uint64_t{stream} << 32 | lane);
 }
 
 void GpuNode::finish_unit(uint32_t stream, uint32_t lane) {

@@ -65,7 +65,7 @@ class GpuNode final : public Component {
   void finish_unit(uint32_t stream, uint32_t lane);
   void lane_done(Stream& s, uint32_t lane);
   void rank_done(Stream& s, int slot);
-  void wake(int32_t waiter);
+  void wake(int64_t waiter);
   void message_arrived(uint32_t connection, uint32_t sequence);
   void barrier(uint32_t spec, uint32_t position);
 
@@ -80,12 +80,12 @@ class GpuNode final : public Component {
   // Per connection, the sender's and the receiver's view (used only where this node is one).
   struct SendSide {
     int64_t posted = 0, credited = 0, acked = 0;
-    int32_t waiter = -1;  // stream << 20 | lane waiting for a slot
+    int64_t waiter = -1;  // stream << 32 | lane waiting for a slot
   };
   struct RecvSide {
     int64_t arrived = 0, consumed = 0;  // messages complete in order, consumed by the GPU
     uint64_t early = 0;                 // bit i: message `arrived + i` is already here
-    int32_t waiter = -1;
+    int64_t waiter = -1;                // stream << 32 | lane waiting for a message
   };
   std::vector<SendSide> send_;
   std::vector<RecvSide> recv_;

@@ -282,7 +282,8 @@ double analytic(const std::string& name, const nlohmann::json& metric, const Fab
         (setup.nccl.net_step_latency + setup.gpu.pcie_latency * 2 + host_link.delay * hops)
             .seconds();
     const double payload = static_cast<double>(nic.mtu.count);
-    const double ack_wire = (roce::ack_frame() + roce::kWireGapBytes) / double{nic.ack_every};
+    const double ack_wire =
+        (roce::ack_frame() + roce::kWireGapBytes) / static_cast<double>(nic.ack_every);
     const double goodput = static_cast<double>(host_link.rate.bps) * payload /
                            (payload + roce::kHeaderBytes + roce::kWireGapBytes + ack_wire);
     const double b = std::min(goodput, static_cast<double>(setup.gpu.nic_dma_rate().bps)) / 8;
