@@ -54,6 +54,15 @@ struct CollectiveStepRecord {
   Time end{};
 };
 
+// One iteration of one rank (warm-up included): from its launch to the end of its last lane.
+struct CollectiveIterationRecord {
+  uint32_t row = 0;
+  uint32_t iteration = 0;
+  uint32_t rank = 0;
+  Time start{};
+  Time end{};
+};
+
 // One message on one connection, until it is complete at the receiver's GPU. `posted`: over
 // NVLink, when the sender's kernel began writing it into the peer's buffer; over the network,
 // when the sender's kernel handed it to the proxy (which posts it to the NIC after

@@ -48,7 +48,9 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CollectiveStepRecord, row, iteration, rank, c
                                    recv_peer, send_peer, bytes, start, end)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CollectiveTransferRecord, row, iteration, channel, transport,
                                    src_rank, dst_rank, bytes, posted, arrived)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(GpuNodeRecords, timings, steps, nvlink, posted, arrived)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CollectiveIterationRecord, row, iteration, rank, start, end)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(GpuNodeRecords, timings, iterations, steps, nvlink, posted,
+                                   arrived)
 
 std::string encode_result(const RunResult& r, const std::vector<uint64_t>& fingerprints,
                           const GpuNodeRecords& collectives) {

@@ -482,6 +482,11 @@ void Fabric::collect_collectives(RunResult& r, const GpuNodeRecords& records) co
   }
   std::vector<std::vector<RankTiming>> timings(setup.ops.size());
   for (const RankTiming& t : records.timings) timings[t.op].push_back(t);
+  r.collective_iterations = records.iterations;
+  std::sort(r.collective_iterations.begin(), r.collective_iterations.end(),
+            [](const CollectiveIterationRecord& a, const CollectiveIterationRecord& b) {
+              return std::tie(a.row, a.iteration, a.rank) < std::tie(b.row, b.iteration, b.rank);
+            });
   r.collective_steps = records.steps;
   r.collective_transfers = records.nvlink;
   std::vector<NetMessage> posted = records.posted, arrived = records.arrived;

@@ -46,6 +46,7 @@ struct GpuNode::Stream {
     std::vector<uint32_t> lanes;
     size_t left = 0;
     int iteration = 0;
+    Time launched{};
     Time timed_start{};
   };
   std::vector<Rank> ranks;
@@ -78,6 +79,7 @@ GpuNode::~GpuNode() = default;
 
 void GpuNodeRecords::append(const GpuNodeRecords& o) {
   timings.insert(timings.end(), o.timings.begin(), o.timings.end());
+  iterations.insert(iterations.end(), o.iterations.begin(), o.iterations.end());
   steps.insert(steps.end(), o.steps.begin(), o.steps.end());
   nvlink.insert(nvlink.end(), o.nvlink.begin(), o.nvlink.end());
   posted.insert(posted.end(), o.posted.begin(), o.posted.end());
@@ -152,7 +154,7 @@ void GpuNode::start_op(Stream& s, size_t position) {
     auto it = std::find_if(s.ranks.begin(), s.ranks.end(),
                            [&](const Stream::Rank& r) { return r.rank == lane.rank; });
     if (it == s.ranks.end()) {
-      s.ranks.push_back({lane.rank, {}, 0, 0, {}});
+      s.ranks.push_back({lane.rank, {}, 0, 0, {}, {}});
       it = s.ranks.end() - 1;
     }
     s.lanes[l].lane = &lane;
@@ -163,7 +165,7 @@ void GpuNode::start_op(Stream& s, size_t position) {
     if (input.rank_node[r] != node_) continue;
     if (std::none_of(s.ranks.begin(), s.ranks.end(),
                      [&](const Stream::Rank& x) { return x.rank == r; })) {
-      s.ranks.push_back({r, {}, 0, 0, {}});
+      s.ranks.push_back({r, {}, 0, 0, {}, {}});
     }
   }
   s.ranks_done = 0;
@@ -173,6 +175,7 @@ void GpuNode::start_op(Stream& s, size_t position) {
 // A rank launches its next iteration: its lanes start over after the launch latency.
 void GpuNode::launch(Stream& s, int slot) {
   Stream::Rank& r = s.ranks[slot];
+  r.launched = now();
   if (r.iteration == setup_.specs[s.spec].warmup) r.timed_start = now();
   r.left = r.lanes.size();
   for (uint32_t l : r.lanes) {
@@ -304,6 +307,8 @@ void GpuNode::lane_done(Stream& s, uint32_t lane) {
 void GpuNode::rank_done(Stream& s, int slot) {
   Stream::Rank& r = s.ranks[slot];
   const CollectiveSpec& spec = setup_.specs[s.spec];
+  records_.iterations.push_back(
+      {s.op, static_cast<uint32_t>(r.iteration), static_cast<uint32_t>(r.rank), r.launched, now()});
   if (++r.iteration < spec.warmup + spec.iterations) {
     launch(s, slot);
     return;

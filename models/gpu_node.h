@@ -35,6 +35,7 @@ struct NetMessage {
 // What a GPU node recorded during a run (its own ranks only).
 struct GpuNodeRecords {
   std::vector<RankTiming> timings;
+  std::vector<CollectiveIterationRecord> iterations;
   std::vector<CollectiveStepRecord> steps;
   std::vector<CollectiveTransferRecord> nvlink;  // complete: both ends are on the node
   std::vector<NetMessage> posted, arrived;       // network messages, joined after the run

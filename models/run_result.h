@@ -99,6 +99,7 @@ struct RunResult {
   // GPUs (rank r of a collective is gpus index CollectiveRow::gpus[r]) and NCCL collectives.
   std::vector<std::string> gpus;  // "node3/gpu5"
   std::vector<CollectiveRow> collectives;
+  std::vector<CollectiveIterationRecord> collective_iterations;  // by (row, iteration, rank)
   std::vector<CollectiveStepRecord>
       collective_steps;  // by (row, iteration, rank, channel, lane, start)
   std::vector<CollectiveTransferRecord>

@@ -1266,3 +1266,37 @@ TEST_CASE("queue pairs per connection spread a connection over the spines", "[co
   CHECK(one <= 4);  // one path each way for the data, one for each direction's ACKs
   CHECK(eight > one);
 }
+
+// Each rank's iterations are recorded (warm-up included), and the row's time is the nccl-tests
+// average over ranks of (end of the last timed iteration - launch of the first) / iterations.
+TEST_CASE("per-iteration records add up to the row's time", "[collectives]") {
+  const RunResult r = run(rail(2, 2,
+                               {{"type", "collective"},
+                                {"op", "all_reduce"},
+                                {"min_bytes", "64KiB"},
+                                {"max_bytes", "4MiB"},
+                                {"step_factor", 8},
+                                {"warmup_iterations", 1},
+                                {"iterations", 2}}));
+  REQUIRE(r.collectives.size() == 3);
+  REQUIRE(r.collective_iterations.size() == 3 * 3 * 4);  // sizes x iterations x ranks
+  for (uint32_t row = 0; row < 3; ++row) {
+    double sum_us = 0;
+    for (uint32_t rank = 0; rank < 4; ++rank) {
+      Time first = Time::max(), last{};
+      Time previous_end{};
+      for (const CollectiveIterationRecord& it : r.collective_iterations) {
+        if (it.row != row || it.rank != rank) continue;
+        CHECK(it.end > it.start);
+        CHECK(it.start >= previous_end);  // back to back on the rank's stream
+        previous_end = it.end;
+        if (it.iteration == 0) continue;  // warm-up
+        first = std::min(first, it.start);
+        last = std::max(last, it.end);
+      }
+      sum_us += static_cast<double>((last - first).ps) / 1e6;
+    }
+    INFO("row " << row);
+    CHECK(r.collectives[row].time_us == Approx(sum_us / 4 / 2).epsilon(1e-12));
+  }
+}

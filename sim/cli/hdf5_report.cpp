@@ -92,6 +92,11 @@ struct GpuRow {
   char name[kNameLength];
 };
 
+struct CollectiveIterationRow {
+  uint32_t result_index, iteration, rank;
+  int64_t start_ps, end_ps;
+};
+
 struct CollectiveStepRow {
   uint32_t result_index, iteration, rank;
   uint16_t channel, lane;
@@ -171,6 +176,17 @@ void write_collectives(Hdf5File& h5, const RunResult& r) {
   std::vector<GpuRow> gpus(r.gpus.size());
   for (size_t i = 0; i < r.gpus.size(); ++i) copy_name(gpus[i].name, r.gpus[i]);
   h5.table("collectives/gpus", gpus, {FIELD(GpuRow, name, name)});
+
+  std::vector<CollectiveIterationRow> iterations;
+  iterations.reserve(r.collective_iterations.size());
+  for (const CollectiveIterationRecord& i : r.collective_iterations) {
+    iterations.push_back({i.row, i.iteration, i.rank, i.start.ps, i.end.ps});
+  }
+  h5.table(
+      "collectives/iterations", iterations,
+      {FIELD(CollectiveIterationRow, result_index, u32),
+       FIELD(CollectiveIterationRow, iteration, u32), FIELD(CollectiveIterationRow, rank, u32),
+       FIELD(CollectiveIterationRow, start_ps, i64), FIELD(CollectiveIterationRow, end_ps, i64)});
 
   std::vector<CollectiveStepRow> steps;
   steps.reserve(r.collective_steps.size());
