@@ -558,10 +558,7 @@ void HostNic::on_ack(const Packet& p) {
   qp.deadline = now() + config_.ack_timeout;
   if (qp.cc) qp.cc->on_ack(now());
   if (qp.connection) {
-    while (qp.acked_messages < qp.messages.size() &&
-           qp.messages[qp.acked_messages].first <= qp.unacked_psn) {
-      notify_host(kNicMessageAcked, qp.flow.id, uint64_t{qp.acked_messages++} * qp.lanes + qp.lane);
-    }
+    notify_acked_messages(qp);
     if (qp.unacked_psn >= qp.packets && qp.active) {
       qp.active = false;
       rotation_.erase(std::find(rotation_.begin(), rotation_.end(), p.sender_qp));
@@ -578,6 +575,14 @@ void HostNic::on_ack(const Packet& p) {
   }
 }
 
+// Tells the host about every message of a connection QP that is now wholly acknowledged.
+void HostNic::notify_acked_messages(SendQp& qp) {
+  while (qp.acked_messages < qp.messages.size() &&
+         qp.messages[qp.acked_messages].first <= qp.unacked_psn) {
+    notify_host(kNicMessageAcked, qp.flow.id, uint64_t{qp.acked_messages++} * qp.lanes + qp.lane);
+  }
+}
+
 void HostNic::complete(SendQp& qp) {
   qp.done = true;
   qp.record.completed = true;
@@ -590,6 +595,7 @@ void HostNic::on_nak(const Packet& p) {
   if (qp.done || p.psn < qp.unacked_psn) return;
   qp.unacked_psn = p.psn;  // a NAK also acknowledges everything before it
   qp.deadline = now() + config_.ack_timeout;
+  if (qp.connection) notify_acked_messages(qp);
   go_back_to(qp, p.psn);
   pump();
 }

@@ -168,6 +168,7 @@ class HostNic final : public NetworkNode {
   void go_back_to(SendQp& qp, uint32_t psn);
   void post_message(uint32_t qp, int64_t bytes);
   void notify_host(uint32_t kind, uint32_t connection, uint64_t sequence);
+  void notify_acked_messages(SendQp& qp);
 
   int host_;
   NicConfig config_;
