@@ -4,7 +4,9 @@
 
 #include <unistd.h>
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <stdexcept>
 #include <string>
 
 namespace fabtwin {
@@ -22,6 +24,16 @@ inline void write_atomically(const std::filesystem::path& target,
     std::filesystem::remove(temp, ignored);
     throw;
   }
+}
+
+// A text file (JSON report, trace), written the same way.
+inline void write_text_atomically(const std::filesystem::path& target, const std::string& text) {
+  write_atomically(target, [&](const std::filesystem::path& temp) {
+    std::ofstream out(temp);
+    out << text;
+    out.close();
+    if (!out) throw std::runtime_error("cannot write " + target.string());
+  });
 }
 
 }  // namespace fabtwin

@@ -302,13 +302,7 @@ nlohmann::json json_report(const RunResult& r) {
 }
 
 void write_json_report(const RunResult& r, const std::filesystem::path& file) {
-  const std::string text = json_report(r).dump(2) + "\n";
-  write_atomically(file, [&](const std::filesystem::path& temp) {
-    std::ofstream out(temp);
-    out << text;
-    out.close();
-    if (!out) throw std::runtime_error("cannot write " + file.string());
-  });
+  write_text_atomically(file, json_report(r).dump(2) + "\n");
 }
 
 }  // namespace fabtwin

@@ -239,13 +239,7 @@ nlohmann::json trace_json(const RunResult& r) {
 }
 
 void write_trace(const RunResult& r, const std::filesystem::path& file) {
-  const std::string text = trace_json(r).dump() + "\n";
-  write_atomically(file, [&](const std::filesystem::path& temp) {
-    std::ofstream out(temp);
-    out << text;
-    out.close();
-    if (!out) throw std::runtime_error("cannot write " + file.string());
-  });
+  write_text_atomically(file, trace_json(r).dump() + "\n");
 }
 
 }  // namespace fabtwin
