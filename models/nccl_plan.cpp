@@ -13,6 +13,13 @@ int64_t div_up(int64_t a, int64_t b) {
   return (a + b - 1) / b;
 }
 
+// The chunk of one loop: the full chunk, or what is left spread over `parts` (channels, or
+// channels x ranks), rounded up to the grain.
+int64_t loop_chunk(int64_t chunk, int64_t left, int64_t parts) {
+  const int64_t real = std::min(chunk, div_up(left, parts));
+  return div_up(std::max<int64_t>(real, 1), kGrain) * kGrain;
+}
+
 // Ranks grouped by node (nodes in order of their index), each group by local GPU index.
 std::vector<std::vector<int>> ranks_by_node(const PlanInput& in) {
   std::map<int, std::vector<int>> groups;
@@ -102,44 +109,33 @@ class Builder {
     const int chunk_steps = in_.steps / 2, slice_steps = in_.steps / 4;
     const int64_t chunk = step_size() * chunk_steps;
     const int64_t slice = step_size() * slice_steps;
-    const int slots = in_.steps / slice_steps;
+    const int spc = chunk_steps / slice_steps;
     const int64_t size = in_.bytes;
     const int64_t loop = int64_t{in_.channels} * n_ * chunk;
-    for (int c = 0; c < in_.channels; ++c) {
-      const std::vector<int> ring = ring_order(in_, c);
-      for (int p = 0; p < n_; ++p) {
-        const int me = ring[p];
-        Lane* l = at(lane(me, c, 0, 1.0));
-        const int send = connection(me, ring[(p + 1) % n_], c, slots);
-        const int recv = connection(ring[(p + n_ - 1) % n_], me, c, slots);
-        uint32_t step = 0;
-        int64_t grid = 0;
-        do {
-          int64_t real = std::min(chunk, div_up(size - grid, int64_t{in_.channels} * n_));
-          real = div_up(std::max<int64_t>(real, 1), kGrain) * kGrain;
-          auto bytes_of = [&](int j) {
-            const int64_t offset = grid + (int64_t{c} * n_ + j) * real;
-            return std::clamp<int64_t>(size - offset, 0, real);
-          };
-          auto chunk_at = [&](int j) { return ((p - j) % n_ + n_) % n_; };
-          const int spc = chunk_steps / slice_steps;
-          if (n_ == 1) {
-            ++step;
-          } else {
-            primitive(l, -1, send, bytes_of(chunk_at(1)), step++, spc, slice);
-            for (int j = 2; j < n_; ++j) {
-              primitive(l, recv, send, bytes_of(chunk_at(j)), step++, spc, slice);
-            }
-            primitive(l, recv, send, bytes_of(p), step++, spc, slice);
-            for (int j = 1; j < n_ - 1; ++j) {
-              primitive(l, recv, send, bytes_of(chunk_at(j)), step++, spc, slice);
-            }
-            primitive(l, recv, -1, bytes_of((p + 1) % n_), step++, spc, slice);
+    for_each_ring_position(in_.steps / slice_steps, [&](int c, int p, Lane* l, int send, int recv) {
+      uint32_t step = 0;
+      int64_t grid = 0;
+      do {
+        const int64_t real = loop_chunk(chunk, size - grid, int64_t{in_.channels} * n_);
+        auto bytes_of = [&](int j) {
+          const int64_t offset = grid + (int64_t{c} * n_ + j) * real;
+          return std::clamp<int64_t>(size - offset, 0, real);
+        };
+        auto chunk_at = [&](int j) { return ((p - j) % n_ + n_) % n_; };
+        if (n_ > 1) {
+          primitive(l, -1, send, bytes_of(chunk_at(1)), step++, spc, slice);
+          for (int j = 2; j < n_; ++j) {
+            primitive(l, recv, send, bytes_of(chunk_at(j)), step++, spc, slice);
           }
-          grid += loop;
-        } while (grid < size);
-      }
-    }
+          primitive(l, recv, send, bytes_of(p), step++, spc, slice);
+          for (int j = 1; j < n_ - 1; ++j) {
+            primitive(l, recv, send, bytes_of(chunk_at(j)), step++, spc, slice);
+          }
+          primitive(l, recv, -1, bytes_of((p + 1) % n_), step++, spc, slice);
+        }
+        grid += loop;
+      } while (grid < size);
+    });
   }
 
   // Ring all-gather and reduce-scatter: per loop one chunk of each rank's part per channel;
@@ -148,9 +144,29 @@ class Builder {
     const int chunk_steps = in_.steps / 2, slice_steps = in_.steps / 4;
     const int64_t chunk = step_size() * chunk_steps;
     const int64_t slice = step_size() * slice_steps;
-    const int slots = in_.steps / slice_steps;
+    const int spc = chunk_steps / slice_steps;
     const int64_t part = in_.bytes / n_;  // one rank's part
     const int64_t loop = int64_t{in_.channels} * chunk;
+    for_each_ring_position(in_.steps / slice_steps, [&](int c, int, Lane* l, int send, int recv) {
+      uint32_t step = 0;
+      int64_t grid = 0;
+      do {
+        const int64_t real = loop_chunk(chunk, part - grid, in_.channels);
+        const int64_t bytes = std::clamp<int64_t>(part - grid - c * real, 0, real);
+        if (n_ > 1) {
+          primitive(l, -1, send, bytes, step++, spc, slice);
+          for (int j = 2; j < n_; ++j) primitive(l, recv, send, bytes, step++, spc, slice);
+          primitive(l, recv, -1, bytes, step++, spc, slice);
+        }
+        grid += loop;
+      } while (grid < part);
+    });
+  }
+
+  // Calls body(channel, position, lane, send, receive) for every rank of every channel's ring:
+  // its lane (null when not wanted) and its connections to the next and from the previous rank.
+  template <typename Body>
+  void for_each_ring_position(int slots, Body body) {
     for (int c = 0; c < in_.channels; ++c) {
       const std::vector<int> ring = ring_order(in_, c);
       for (int p = 0; p < n_; ++p) {
@@ -158,20 +174,7 @@ class Builder {
         Lane* l = at(lane(me, c, 0, 1.0));
         const int send = connection(me, ring[(p + 1) % n_], c, slots);
         const int recv = connection(ring[(p + n_ - 1) % n_], me, c, slots);
-        uint32_t step = 0;
-        int64_t grid = 0;
-        do {
-          int64_t real = std::min(chunk, div_up(part - grid, int64_t{in_.channels}));
-          real = div_up(std::max<int64_t>(real, 1), kGrain) * kGrain;
-          const int64_t bytes = std::clamp<int64_t>(part - grid - c * real, 0, real);
-          const int spc = chunk_steps / slice_steps;
-          if (n_ > 1) {
-            primitive(l, -1, send, bytes, step++, spc, slice);
-            for (int j = 2; j < n_; ++j) primitive(l, recv, send, bytes, step++, spc, slice);
-            primitive(l, recv, -1, bytes, step++, spc, slice);
-          }
-          grid += loop;
-        } while (grid < part);
+        body(c, p, l, send, recv);
       }
     }
   }
@@ -196,8 +199,7 @@ class Builder {
         uint32_t step = 0;
         int64_t grid = 0;
         do {
-          int64_t real = std::min(chunk, div_up(size - grid, int64_t{in_.channels}));
-          real = div_up(std::max<int64_t>(real, 1), kGrain) * kGrain;
+          const int64_t real = loop_chunk(chunk, size - grid, in_.channels);
           const int64_t bytes = std::clamp<int64_t>(size - grid - c * real, 0, real);
           if (n_ > 1) primitive(l, recv, send, bytes, step++, 1, chunk);
           grid += loop;
@@ -243,8 +245,7 @@ class Builder {
         uint32_t step = 0;
         int64_t grid = 0;
         do {
-          int64_t real = std::min(chunk, div_up(size - grid, int64_t{in_.channels}));
-          real = div_up(std::max<int64_t>(real, 1), kGrain) * kGrain;
+          const int64_t real = loop_chunk(chunk, size - grid, in_.channels);
           const int64_t bytes = std::clamp<int64_t>(size - grid - c * real, 0, real);
           Unit u;
           u.bytes = bytes;
