@@ -98,7 +98,8 @@ const ParamGroup kCollectiveParams{
          "all_reduce|all_gather|reduce_scatter|broadcast|reduce|all_to_all|send_recv"},
         {"size", ParamType::Bytes, "(sweep)",
          "one size, as nccl-tests' size column: per-rank buffer (all_gather, reduce_scatter, "
-         "all_to_all: all ranks' parts together); without it the sweep below runs",
+         "all_to_all: all ranks' parts together); without it the sweep below runs (giving "
+         "both is an error)",
          "nccl-tests"},
         {"min_bytes", ParamType::Bytes, "\"32MiB\"", "sweep start (nccl-tests -b)",
          "nccl-tests default"},
@@ -185,6 +186,13 @@ CollectiveSpec read_spec(ParamReader& r, uint32_t generator, const Topology& t) 
   const Bytes lo = r.bytes("min_bytes"), hi = r.bytes("max_bytes");
   const int64_t factor = r.integer("step_factor");
   if (r.has("size")) {
+    for (const char* key : {"min_bytes", "max_bytes", "step_factor"}) {
+      if (r.has(key)) {
+        throw ScenarioError(r.path_of(key),
+                            "give either size or a sweep (min_bytes, max_bytes, "
+                            "step_factor), not both");
+      }
+    }
     s.sizes.push_back(r.bytes("size").count);
   } else {
     if (lo.count < 1 || hi < lo) {
@@ -192,7 +200,10 @@ CollectiveSpec read_spec(ParamReader& r, uint32_t generator, const Topology& t) 
                                                       format_bytes(lo) + " and " +
                                                       format_bytes(hi));
     }
-    for (int64_t b = lo.count; b <= hi.count; b *= factor) s.sizes.push_back(b);
+    for (int64_t b = lo.count; b <= hi.count; b *= factor) {
+      s.sizes.push_back(b);
+      if (b > hi.count / factor) break;  // the next size would pass max_bytes (or overflow)
+    }
   }
   s.type = r.choice("data_type");
   s.type_bytes = type_size(s.type);

@@ -1105,6 +1105,12 @@ TEST_CASE("collective scenario errors name the key", "[collectives]") {
   nlohmann::json unknown = ok;
   unknown["traffic"][0]["algo"] = "ring";
   CHECK_THAT(scenario_error(unknown), Catch::Contains("traffic[0].algo"));
+
+  nlohmann::json both = ok;  // one size and a sweep at once: which did the user mean?
+  both["traffic"][0]["size"] = "1MiB";
+  both["traffic"][0]["max_bytes"] = "4MiB";
+  CHECK_THAT(scenario_error(both),
+             Catch::Contains("traffic[0].max_bytes") && Catch::Contains("not both"));
 }
 
 TEST_CASE("two collectives at once on disjoint GPUs, ranks in any GPU order", "[collectives]") {
