@@ -213,7 +213,6 @@ void HostNic::on_timer(const Event& e) {
       post_message(static_cast<uint32_t>(e.data >> 40),
                    static_cast<int64_t>(e.data & ((uint64_t{1} << 40) - 1)));
       break;
-
     case kRxDrained: {
       Packet* p = rx_buffer_.pop().packet;
       const int prio = p->priority;
@@ -376,7 +375,7 @@ bool HostNic::send_next_data_packet() {
     ++qp.record.packets_sent;
     ++data_packets_sent_;
     if (config_.tx_dma_rate.bps > 0) {
-      dma_ready_ = now() + roce::wire_time(p->payload, config_.tx_dma_rate);
+      dma_ready_ = now() + serialization_delay(Bytes{p->payload}, config_.tx_dma_rate);
     }
     arm_timer(qp);
     if (qp.next_psn >= qp.packets) {  // everything sent; leaves the rotation until a rewind
