@@ -8,8 +8,8 @@
 #include <set>
 #include <tuple>
 
-#include "models/fabric.h"
-#include "models/nccl_plan.h"
+#include "models/fabric/fabric.h"
+#include "models/collectives/nccl_plan.h"
 #include "test_support.h"
 
 using namespace fabtwin;

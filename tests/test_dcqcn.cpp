@@ -2,8 +2,8 @@
 // notification point's CNP spacing in a run.
 #include <cmath>
 
-#include "models/dcqcn.h"
-#include "models/fabric.h"
+#include "models/cc/dcqcn.h"
+#include "models/fabric/fabric.h"
 #include "test_support.h"
 
 using namespace fabtwin;

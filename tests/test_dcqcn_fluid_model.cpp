@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "models/dcqcn_fluid_model.h"
+#include "models/cc/dcqcn_fluid_model.h"
 
 using namespace fabtwin;
 

@@ -3,10 +3,10 @@
 // incasts with PFC.
 #include <cmath>
 
-#include "models/ecn_marking.h"
-#include "models/fabric.h"
-#include "models/pfc.h"
-#include "models/shared_buffer.h"
+#include "models/net/ecn_marking.h"
+#include "models/fabric/fabric.h"
+#include "models/net/pfc.h"
+#include "models/net/shared_buffer.h"
 #include "sim/rng.h"
 #include "test_support.h"
 

@@ -4,12 +4,12 @@
 #include <set>
 #include "test_support.h"
 
-#include "models/flow_size_cdf.h"
-#include "models/pfc.h"
-#include "models/routing.h"
-#include "models/switch.h"
-#include "models/topology.h"
-#include "models/traffic.h"
+#include "models/traffic/flow_size_cdf.h"
+#include "models/net/pfc.h"
+#include "models/net/routing.h"
+#include "models/net/switch.h"
+#include "models/fabric/topology.h"
+#include "models/traffic/traffic.h"
 
 using namespace fabtwin;
 

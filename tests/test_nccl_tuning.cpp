@@ -3,7 +3,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "models/nccl_tuning.h"
+#include "models/collectives/nccl_tuning.h"
 #include "test_support.h"
 
 using namespace fabtwin::nccl;

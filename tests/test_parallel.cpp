@@ -2,7 +2,7 @@
 // threads, on scenarios that exercise PFC, ECN and DCQCN, for several seeds.
 #include <filesystem>
 
-#include "models/fabric.h"
+#include "models/fabric/fabric.h"
 #include "sim/cli/report.h"
 #include "test_support.h"
 

@@ -4,9 +4,9 @@
 #include <set>
 #include <string>
 
-#include "models/partitioning.h"
-#include "models/routing.h"
-#include "models/topology.h"
+#include "models/fabric/partitioning.h"
+#include "models/net/routing.h"
+#include "models/fabric/topology.h"
 #include "test_support.h"
 
 using namespace fabtwin;

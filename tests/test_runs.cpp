@@ -5,7 +5,7 @@
 #include <fstream>
 #include "test_support.h"
 
-#include "models/fabric.h"
+#include "models/fabric/fabric.h"
 #include "sim/cli/report.h"
 #include "sim/statistics.h"
 

@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "models/fabric.h"
+#include "models/fabric/fabric.h"
 #include "sim/scenario_file.h"
 
 using namespace fabtwin;

@@ -1,7 +1,7 @@
 // Units, strict parsing and exact serialization arithmetic.
 #include <catch2/catch.hpp>
 
-#include "models/roce_framing.h"
+#include "models/net/roce_framing.h"
 #include "sim/units.h"
 
 using namespace fabtwin;

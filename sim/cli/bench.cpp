@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <iostream>
 
-#include "models/fabric.h"
+#include "models/fabric/fabric.h"
 #include "sim/cli/report.h"
 #include "sim/event_queue.h"
 

@@ -2,7 +2,7 @@
 
 #include <iostream>
 
-#include "models/fabric.h"
+#include "models/fabric/fabric.h"
 
 namespace fabtwin {
 namespace {

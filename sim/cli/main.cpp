@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <iostream>
 
-#include "models/fabric.h"
+#include "models/fabric/fabric.h"
 #include "sim/cli/bench.h"
 #include "sim/cli/describe.h"
 #include "sim/cli/report.h"

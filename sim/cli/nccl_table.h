@@ -6,7 +6,7 @@
 #include <ostream>
 #include <string>
 
-#include "models/run_result.h"
+#include "models/fabric/run_result.h"
 
 namespace fabtwin {
 

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 
-#include "models/run_result.h"
+#include "models/fabric/run_result.h"
 
 namespace fabtwin {
 

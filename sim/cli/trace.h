@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "models/run_result.h"
+#include "models/fabric/run_result.h"
 
 namespace fabtwin {
 

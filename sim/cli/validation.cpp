@@ -6,8 +6,8 @@
 #include <iostream>
 #include <map>
 
-#include "models/dcqcn_fluid_model.h"
-#include "models/fabric.h"
+#include "models/cc/dcqcn_fluid_model.h"
+#include "models/fabric/fabric.h"
 #include "sim/statistics.h"
 
 namespace fabtwin {

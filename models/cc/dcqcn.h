@@ -1,0 +1,83 @@
+// DCQCN (Zhu et al., SIGCOMM 2015): the reaction point on the sender NIC, which cuts its rate
+// on each congestion notification and recovers it by timer and byte counter (fast recovery,
+// additive and hyper increase), and the notification point on the receiver NIC, which answers
+// ECN-marked arrivals with at most one CNP per interval. Parameters carry the ConnectX knob
+// names; two profiles give the paper's values and the ConnectX firmware's.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "models/cc/congestion_control.h"
+#include "sim/params.h"
+
+namespace fabtwin {
+
+struct DcqcnConfig {
+  std::string profile = "paper";
+  // Reaction point.
+  Time rpg_time_reset{};              // T: rate-increase timer period
+  int64_t rpg_byte_reset = 0;         // B: bytes sent between byte-counter increase events
+  int rpg_threshold = 5;              // F: fast-recovery stages before additive increase
+  BitsPerSec rpg_ai_rate{};           // R_AI
+  BitsPerSec rpg_hai_rate{};          // R_HAI
+  int rpg_gd = 11;                    // cut: R_C (1 - alpha / 2^(gd-10))
+  int rpg_min_dec_fac = 0;            // percent: a cut keeps at least this share of the rate
+  BitsPerSec rpg_min_rate{};          // floor of R_C
+  Time rate_reduce_monitor_period{};  // at most one cut per period (0: every CNP cuts)
+  int dce_tcp_g = 1020;               // alpha gain g = 1 - dce_tcp_g / 1024
+  Time dce_tcp_rtt{};                 // alpha update period (K in the paper)
+  bool alpha_periodic = false;        // true: firmware rule, alpha updated every period
+  int initial_alpha_value = 1024;     // alpha at the first CNP, in 1/1024
+  bool clamp_tgt_rate = false;
+  bool clamp_tgt_rate_after_time_inc = false;
+  BitsPerSec rate_to_set_on_first_cnp{};  // 0: off
+  // Notification point.
+  Time min_time_between_cnps{};
+  int cnp_dscp = 48;
+
+  double g() const { return 1.0 - dce_tcp_g / 1024.0; }
+};
+
+// Reads nic.cc: {"algorithm": "none" | "dcqcn", "profile": "paper" | "connectx", knobs...}.
+// Returns false when congestion control is off.
+bool read_dcqcn_config(const nlohmann::json& scenario, DcqcnConfig& config);
+const std::vector<const ParamGroup*>& dcqcn_param_groups();
+
+class DcqcnReactionPoint final : public CongestionControl {
+ public:
+  DcqcnReactionPoint(const DcqcnConfig& config, BitsPerSec line_rate);
+
+  BitsPerSec rate() const override { return {static_cast<int64_t>(rate_)}; }
+  void on_packet_sent(int64_t bytes, Time now) override;
+  void on_ack(Time) override {}
+  void on_cnp(Time now) override;
+  Time next_timer() const override;
+  void on_timer(Time now) override;
+  CcState state(Time now) const override;
+
+ private:
+  double alpha_at(Time now) const;  // alpha with the decay owed up to `now` applied
+  void settle_alpha(Time now);
+  void cut(Time now);
+  void increase(bool by_timer, Time now);
+
+  const DcqcnConfig& c_;
+  double line_;
+  double rate_;
+  double target_;
+  double alpha_;
+  Time alpha_time_{};           // alpha_ is exact as of this time
+  bool cnp_in_period_ = false;  // periodic mode: a CNP arrived in the period being counted
+  bool active_ = false;         // a CNP has been received and the rate is below line rate
+  bool cut_pending_ = false;    // a CNP arrived inside the monitor period
+  Time last_cut_{};
+  Time next_increase_ = Time::max();
+  int64_t bytes_left_ = 0;
+  int byte_stage_ = 0;
+  int time_stage_ = 0;
+  int64_t cnps_ = 0;
+  int64_t cuts_ = 0;
+};
+
+}  // namespace fabtwin

@@ -1,0 +1,408 @@
+#include "models/collectives/collective.h"
+
+#include <algorithm>
+#include <set>
+
+namespace fabtwin {
+namespace {
+
+const ParamGroup kGpuParams{
+    "gpu",
+    "gpu",
+    "GPU nodes (collective traffic only)",
+    {
+        {"nvlink_rate", ParamType::Rate, "\"2960Gbps\"",
+         "NVLink/NVSwitch data bandwidth of one GPU, each direction, after NVLink protocol "
+         "overhead; all its channels share it",
+         "H100 NVLink4: 450 GB/s line rate per direction, about 370 GB/s effective after ~20% "
+         "protocol overhead (REFERENCES 4.4, nccl-tests#212, nccl#1442)"},
+        {"pcie_rate", ParamType::Rate, "\"460Gbps\"",
+         "PCIe bandwidth between a GPU and its NIC, each direction, after protocol overhead; "
+         "the NIC cannot read (send) or write (receive) payload faster",
+         "PCIe Gen5 x16: 32 GT/s x 16 x 128/130 = 504 Gb/s, less ~9% TLP headers at 256 B "
+         "payloads"},
+        {"pcie_latency", ParamType::Time, "\"0.5us\"",
+         "a doorbell or completion crossing PCIe between the GPU side and the NIC",
+         "fabtwin estimate (a PCIe switch hop and DMA turnaround); calibrate on hardware"},
+        {"gpudirect", ParamType::Boolean, "true",
+         "GPUDirect RDMA: the NIC reads and writes GPU memory directly. Off: data bounces "
+         "through host memory, crossing PCIe twice (half the PCIe rate) with bounce_latency "
+         "more per message",
+         "NCCL uses GDR when nvidia_peermem or dma-buf is available"},
+        {"bounce_latency", ParamType::Time, "\"5us\"",
+         "extra latency per message when gpudirect is off (staging copy through host memory)",
+         "REFERENCES 6: the host-memory bounce adds 5-10 us per message"},
+        {"channel_rate", ParamType::Rate, "\"320Gbps\"",
+         "data one channel (one thread block) reduces or copies per second; a slice's GPU work "
+         "takes its bytes at this rate (half of it on each lane of a tree)",
+         "NCCL 2.30.7 per-channel caps for Hopper: tree 36-41 GB/s, ring search up to 48 GB/s"},
+        {"compute_capability", ParamType::Integer, "90",
+         "GPU architecture for NCCL's tuning tables: 70 Volta, 80 Ampere, 90 Hopper, 100 "
+         "Blackwell",
+         "H100", "70..120"},
+        {"cpu", ParamType::Choice, "\"intel\"",
+         "host CPU vendor (NCCL's tuning model charges AMD hosts more network overhead)",
+         "NCCL 2.30.7 tuning.cc", "intel|amd"},
+    }};
+
+const ParamGroup kNcclParams{
+    "nccl",
+    "nccl",
+    "NCCL (Simple protocol) as modelled; names follow NCCL's environment variables",
+    {
+        {"base_latency", ParamType::Time, "\"8.4us\"",
+         "fixed cost of launching one collective (kernel launch and set-up), per rank and "
+         "iteration",
+         "NCCL 2.30.7 tuning.cc baseLat, Ring/Tree Simple"},
+        {"nvlink_step_latency", ParamType::Time, "\"3.4us\"",
+         "from a slice written into a peer's buffer over NVLink to the peer's kernel acting on "
+         "it (also how long a freed slot takes to reach the writer)",
+         "NCCL 2.30.7 tuning.cc hwLat[NVLINK][Ring][Simple]"},
+        {"net_step_latency", ParamType::Time, "\"11us\"",
+         "proxy overhead of each network send (isend posting and completion polling); with the "
+         "default PCIe and 1 us links an unloaded network step then costs about 14 us",
+         "NCCL 2.30.7 tuning.cc hwLat[NET][Ring][Simple] = 14 us for the whole step"},
+        {"buffsize", ParamType::Bytes, "\"4MiB\"",
+         "NCCL_BUFFSIZE: buffer per connection, 8 steps (NCCL_STEPS); ring all-reduce moves "
+         "chunks of 4 steps in slices of 2",
+         "NCCL default"},
+        {"min_nchannels", ParamType::Integer, "1",
+         "NCCL_MIN_NCHANNELS: fewest channels the communicator and each collective use",
+         "NCCL default", "1..64"},
+        {"max_nchannels", ParamType::Integer, "64",
+         "NCCL_MAX_NCHANNELS: most channels the communicator uses", "NCCL MAXCHANNELS = 64",
+         "1..64"},
+        {"nchannels", ParamType::List, "\"auto\"",
+         "channels of the communicator (\"auto\": 2 per NIC of a node, NCCL duplicating each "
+         "ring it finds); NCCL then uses fewer for small sizes (threadThreshold)",
+         "NCCL graph search duplicates channels (2 per NIC on rail-optimized nodes)"},
+        {"ib_qps_per_connection", ParamType::Integer, "1",
+         "NCCL_IB_QPS_PER_CONNECTION: queue pairs per network connection; messages alternate "
+         "over them, each with its own UDP source port (ECMP entropy)",
+         "NCCL default", "1..128"},
+        {"p2p_net_chunksize", ParamType::Bytes, "\"128KiB\"",
+         "NCCL_P2P_NET_CHUNKSIZE: all-to-all / send-receive chunk over the network", "NCCL"},
+        {"p2p_nvl_chunksize", ParamType::Bytes, "\"512KiB\"",
+         "NCCL_P2P_NVL_CHUNKSIZE: all-to-all / send-receive chunk over NVLink", "NCCL"},
+    }};
+
+}  // namespace
+
+const ParamGroup kCollectiveParams{
+    "traffic[type=collective]",
+    "collective",
+    "NCCL collective, run like nccl-tests (one row per size)",
+    {
+        {"type", ParamType::Choice, "", "generator type", "fabtwin", "collective"},
+        {"op", ParamType::Choice, "\"all_reduce\"", "the collective", "nccl-tests *_perf programs",
+         "all_reduce|all_gather|reduce_scatter|broadcast|reduce|all_to_all|send_recv"},
+        {"size", ParamType::Bytes, "(sweep)",
+         "one size, as nccl-tests' size column: per-rank buffer (all_gather, reduce_scatter, "
+         "all_to_all: all ranks' parts together); without it the sweep below runs (giving "
+         "both is an error)",
+         "nccl-tests"},
+        {"min_bytes", ParamType::Bytes, "\"32MiB\"", "sweep start (nccl-tests -b)",
+         "nccl-tests default"},
+        {"max_bytes", ParamType::Bytes, "\"32MiB\"", "sweep end, inclusive (nccl-tests -e)",
+         "nccl-tests default"},
+        {"step_factor", ParamType::Integer, "2", "sweep multiplier (nccl-tests -f)", "nccl-tests",
+         "2..1024"},
+        {"data_type", ParamType::Choice, "\"float\"", "element type (nccl-tests -d)",
+         "nccl-tests default", "int8|uint8|int32|uint32|int64|uint64|half|float|double|bfloat16"},
+        {"redop", ParamType::Choice, "\"sum\"", "reduction (nccl-tests -o); no effect on timing",
+         "nccl-tests default", "sum|prod|max|min|avg"},
+        {"root", ParamType::Integer, "0", "broadcast and reduce: root rank (nccl-tests -r)",
+         "nccl-tests default", "0.."},
+        {"ranks", ParamType::List, "(all GPUs)",
+         "a count n (GPUs 0..n-1) or a list of GPU indices; rank r is the r-th", "fabtwin"},
+        {"algorithm", ParamType::Choice, "\"auto\"",
+         "NCCL_ALGO: ring, tree (all_reduce only) or auto (NCCL 2.30.7's tuning model picks "
+         "the faster for each size, Simple protocol)",
+         "NCCL", "auto|ring|tree"},
+        {"iterations", ParamType::Integer, "1",
+         "timed iterations per size (nccl-tests -n; 20 there, 1 here: packet level is costly)",
+         "fabtwin", "1..100000"},
+        {"warmup_iterations", ParamType::Integer, "0", "untimed iterations first (nccl-tests -w)",
+         "fabtwin", "0..100000"},
+        {"start", ParamType::Time, "\"0us\"", "when the first size starts", "fabtwin"},
+        {"dscp", ParamType::Integer, "26", "DSCP of the collective's network traffic (NCCL_IB_TC)",
+         "DSCP 26 on priority 3 is the usual lossless RoCE class", "0..63"},
+    }};
+
+const std::vector<const ParamGroup*>& collective_param_groups() {
+  static const std::vector<const ParamGroup*> groups{&kGpuParams, &kNcclParams};
+  return groups;
+}
+
+namespace {
+
+const nlohmann::json& section(const nlohmann::json& root, const char* key) {
+  static const nlohmann::json none;
+  return root.contains(key) ? root[key] : none;
+}
+
+int type_size(const std::string& t) {
+  if (t == "int8" || t == "uint8") return 1;
+  if (t == "half" || t == "bfloat16") return 2;
+  if (t == "int32" || t == "uint32" || t == "float") return 4;
+  return 8;
+}
+
+nccl::Op op_of(const std::string& s) {
+  using nccl::Op;
+  if (s == "all_gather") return Op::AllGather;
+  if (s == "reduce_scatter") return Op::ReduceScatter;
+  if (s == "broadcast") return Op::Broadcast;
+  if (s == "reduce") return Op::Reduce;
+  if (s == "all_to_all") return Op::AllToAll;
+  if (s == "send_recv") return Op::SendRecv;
+  return Op::AllReduce;
+}
+
+nccl::Collective tuning_op(nccl::Op op) {
+  switch (op) {
+    case nccl::Op::AllGather:
+      return nccl::Collective::AllGather;
+    case nccl::Op::ReduceScatter:
+      return nccl::Collective::ReduceScatter;
+    case nccl::Op::Broadcast:
+      return nccl::Collective::Broadcast;
+    case nccl::Op::Reduce:
+      return nccl::Collective::Reduce;
+    default:
+      return nccl::Collective::AllReduce;
+  }
+}
+
+CollectiveSpec read_spec(ParamReader& r, uint32_t generator, const Topology& t) {
+  CollectiveSpec s;
+  s.generator = generator;
+  s.op = op_of(r.choice("op"));
+  s.algorithm = r.choice("algorithm");
+  if (s.algorithm == "tree" && s.op != nccl::Op::AllReduce) {
+    throw ScenarioError(r.path_of("algorithm"),
+                        "expected ring or auto: NCCL's tree runs all_reduce only, found \"tree\"");
+  }
+  const Bytes lo = r.bytes("min_bytes"), hi = r.bytes("max_bytes");
+  const int64_t factor = r.integer("step_factor");
+  if (r.has("size")) {
+    for (const char* key : {"min_bytes", "max_bytes", "step_factor"}) {
+      if (r.has(key)) {
+        throw ScenarioError(r.path_of(key),
+                            "give either size or a sweep (min_bytes, max_bytes, "
+                            "step_factor), not both");
+      }
+    }
+    s.sizes.push_back(r.bytes("size").count);
+  } else {
+    if (lo.count < 1 || hi < lo) {
+      throw ScenarioError(r.path_of("max_bytes"), "expected 1B <= min_bytes <= max_bytes, found " +
+                                                      format_bytes(lo) + " and " +
+                                                      format_bytes(hi));
+    }
+    for (int64_t b = lo.count; b <= hi.count; b *= factor) {
+      s.sizes.push_back(b);
+      if (b > hi.count / factor) break;  // the next size would pass max_bytes (or overflow)
+    }
+  }
+  s.type = r.choice("data_type");
+  s.type_bytes = type_size(s.type);
+  s.redop = r.choice("redop");
+  const nlohmann::json& ranks = r.raw("ranks");
+  const int gpus = t.gpus();
+  if (ranks.is_null()) {
+    for (int g = 0; g < gpus; ++g) s.gpus.push_back(g);
+  } else if (ranks.is_number_integer()) {
+    const int64_t n = ranks.get<int64_t>();
+    if (n < 1 || n > gpus) {
+      throw ScenarioError(r.path_of("ranks"), "expected a rank count 1.." + std::to_string(gpus) +
+                                                  " (GPUs in the topology), found " +
+                                                  json_text(ranks));
+    }
+    for (int g = 0; g < n; ++g) s.gpus.push_back(g);
+  } else if (ranks.is_array() && !ranks.empty()) {
+    std::set<int> seen;
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      const nlohmann::json& g = ranks[i];
+      if (!g.is_number_integer() || g.get<int64_t>() < 0 || g.get<int64_t>() >= gpus ||
+          !seen.insert(g.get<int>()).second) {
+        throw ScenarioError(r.path_of("ranks") + "[" + std::to_string(i) + "]",
+                            "expected a GPU index 0.." + std::to_string(gpus - 1) +
+                                " not listed before, found " + json_text(g));
+      }
+      s.gpus.push_back(g.get<int>());
+    }
+  } else {
+    throw ScenarioError(r.path_of("ranks"),
+                        "expected a count or a list of GPU indices, found " + json_text(ranks));
+  }
+  const int64_t root = r.integer("root");
+  if (root >= static_cast<int64_t>(s.gpus.size())) {
+    throw ScenarioError(r.path_of("root"), "expected a rank 0.." +
+                                               std::to_string(s.gpus.size() - 1) + ", found " +
+                                               std::to_string(root));
+  }
+  s.root = static_cast<int>(root);
+  s.iterations = static_cast<int>(r.integer("iterations"));
+  s.warmup = static_cast<int>(r.integer("warmup_iterations"));
+  s.start = r.time("start");
+  s.dscp = static_cast<int>(r.integer("dscp"));
+  r.finish();
+  return s;
+}
+
+}  // namespace
+
+nccl::TuningInput tuning_input(const CollectiveSetup& setup, const Topology& t, uint32_t spec) {
+  const CollectiveSpec& s = setup.specs[spec];
+  double nic_gbs = 0;  // host link rate, GB/s
+  for (const TopologyLink& l : t.links) {
+    if (l.a < t.hosts || l.b < t.hosts) {
+      nic_gbs = static_cast<double>(l.rate.bps) / 8e9;
+      break;
+    }
+  }
+  const int channels = setup.nccl.channels;
+  nccl::TuningInput tune;
+  tune.op = tuning_op(s.op);
+  tune.ranks = static_cast<int>(s.gpus.size());
+  tune.nodes = static_cast<int>(setup.spec_nodes[spec].size());
+  tune.channels = channels;
+  // Per-channel bandwidths as NCCL's graph search would find them: the node's NICs (RoCE
+  // goodput, about 98% of the line) shared by the channels, NVLink inside one node.
+  const double nvlink_gbs = static_cast<double>(setup.gpu.nvlink_rate.bps) / 8e9;
+  const double net_per_channel = nic_gbs * 0.98 * t.nics_per_node / channels;
+  const double nvlink_per_channel = std::min(60.0, nvlink_gbs / channels);
+  tune.bw_inter = net_per_channel;
+  tune.bw_intra =
+      tune.nodes > 1 ? std::min(net_per_channel, nvlink_per_channel) : nvlink_per_channel;
+  tune.compute_capability = setup.gpu.compute_capability;
+  tune.intel_cpu = setup.gpu.intel_cpu;
+  return tune;
+}
+
+CollectiveSetup read_collectives(const nlohmann::json& scenario, const Topology& t) {
+  CollectiveSetup setup;
+  if (scenario.contains("traffic") && scenario["traffic"].is_array()) {
+    const nlohmann::json& list = scenario["traffic"];
+    for (size_t i = 0; i < list.size(); ++i) {
+      const nlohmann::json& g = list[i];
+      if (!g.is_object() || !g.contains("type") || g["type"] != "collective") continue;
+      if (setup.specs.size() == 255) {  // a GPU node numbers its collectives in 8 bits
+        throw ScenarioError("traffic[" + std::to_string(i) + "]",
+                            "expected at most 255 collective generators, found more");
+      }
+      ParamReader r(g, "traffic[" + std::to_string(i) + "]", kCollectiveParams);
+      r.choice("type");
+      setup.specs.push_back(read_spec(r, static_cast<uint32_t>(i), t));
+    }
+  }
+  for (const char* key : {"gpu", "nccl"}) {
+    if (setup.specs.empty() && scenario.contains(key)) {
+      throw ScenarioError(key,
+                          "GPU and NCCL settings apply to collective traffic only; the "
+                          "scenario has no traffic of type collective");
+    }
+  }
+  ParamReader gpu(section(scenario, "gpu"), "gpu", kGpuParams);
+  GpuConfig& g = setup.gpu;
+  g.nvlink_rate = gpu.rate("nvlink_rate");
+  g.pcie_rate = gpu.rate("pcie_rate");
+  g.pcie_latency = gpu.time("pcie_latency");
+  g.gpudirect = gpu.boolean("gpudirect");
+  g.bounce_latency = gpu.time("bounce_latency");
+  g.channel_rate = static_cast<double>(gpu.rate("channel_rate").bps) / 8;
+  g.compute_capability = static_cast<int>(gpu.integer("compute_capability"));
+  g.intel_cpu = gpu.choice("cpu") == "intel";
+  for (const char* key : {"nvlink_rate", "pcie_rate", "channel_rate"}) {
+    if (gpu.rate(key).bps <= 0) {
+      throw ScenarioError(gpu.path_of(key), "expected a positive rate, found 0");
+    }
+  }
+  gpu.finish();
+  ParamReader nr(section(scenario, "nccl"), "nccl", kNcclParams);
+  NcclConfig& n = setup.nccl;
+  n.base_latency = nr.time("base_latency");
+  n.nvlink_step_latency = nr.time("nvlink_step_latency");
+  n.net_step_latency = nr.time("net_step_latency");
+  n.buffsize = nr.bytes("buffsize").count;
+  if (n.buffsize < 8 * 4096 || n.buffsize % 8 != 0) {
+    throw ScenarioError(nr.path_of("buffsize"),
+                        "expected a multiple of 8 bytes of at least 32KiB (8 steps), found " +
+                            format_bytes(Bytes{n.buffsize}));
+  }
+  n.min_channels = static_cast<int>(nr.integer("min_nchannels"));
+  n.max_channels = static_cast<int>(nr.integer("max_nchannels"));
+  if (n.min_channels > n.max_channels) {
+    throw ScenarioError(nr.path_of("min_nchannels"),
+                        "expected min_nchannels <= max_nchannels, found " +
+                            std::to_string(n.min_channels) + " > " +
+                            std::to_string(n.max_channels));
+  }
+  const nlohmann::json channels = nr.json("nchannels");
+  if (channels == "auto") {
+    n.channels = 2 * t.nics_per_node;
+  } else if (channels.is_number_integer() && channels.get<int64_t>() >= 1 &&
+             channels.get<int64_t>() <= 64) {
+    n.channels = channels.get<int>();
+  } else {
+    throw ScenarioError(nr.path_of("nchannels"),
+                        "expected \"auto\" or a channel count 1..64, found " + json_text(channels));
+  }
+  n.channels = std::clamp(n.channels, n.min_channels, n.max_channels);
+  n.qps_per_connection = static_cast<int>(nr.integer("ib_qps_per_connection"));
+  n.p2p_net_chunk = nr.bytes("p2p_net_chunksize").count;
+  n.p2p_nvlink_chunk = nr.bytes("p2p_nvl_chunksize").count;
+  for (const char* key : {"p2p_net_chunksize", "p2p_nvl_chunksize"}) {
+    if (nr.bytes(key).count < 1) throw ScenarioError(nr.path_of(key), "expected at least 1B");
+  }
+  nr.finish();
+
+  for (uint32_t si = 0; si < setup.specs.size(); ++si) {
+    const CollectiveSpec& s = setup.specs[si];
+    nccl::PlanInput base;
+    base.op = s.op;
+    for (int gpu_index : s.gpus) {
+      base.rank_node.push_back(t.node_of_gpu(gpu_index));
+      base.rank_local.push_back(gpu_index % t.gpus_per_node);
+    }
+    base.root = s.root;
+    base.buffer = n.buffsize;
+    base.p2p_chunk_net = n.p2p_net_chunk;
+    base.p2p_chunk_nvlink = n.p2p_nvlink_chunk;
+    std::vector<int> nodes = base.rank_node;
+    std::sort(nodes.begin(), nodes.end());
+    nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+    setup.spec_nodes.push_back(nodes);
+    const int ranks = static_cast<int>(s.gpus.size());
+    nccl::TuningInput tune = tuning_input(setup, t, si);
+    std::vector<uint32_t> indices;
+    for (int64_t size : s.sizes) {
+      CollectiveOp op;
+      op.spec = si;
+      op.size = size;
+      op.plan = base;
+      op.plan.bytes = nccl::element_count(s.op, size, s.type_bytes, ranks) * s.type_bytes *
+                      (s.op == nccl::Op::AllGather || s.op == nccl::Op::ReduceScatter ||
+                               s.op == nccl::Op::AllToAll
+                           ? ranks
+                           : 1);
+      tune.bytes = op.plan.bytes;
+      nccl::Algorithm algorithm = nccl::Algorithm::Ring;
+      if (s.algorithm == "tree") algorithm = nccl::Algorithm::Tree;
+      if (s.algorithm == "auto" && s.op == nccl::Op::AllReduce && ranks > 1) {
+        algorithm = nccl::choose_algorithm(tune, nccl::Protocol::Simple);
+      }
+      op.plan.algorithm = algorithm;
+      op.plan.channels = std::max(
+          n.min_channels,
+          nccl::channels_for(op.plan.bytes, n.channels, algorithm, nccl::Protocol::Simple, ranks));
+      indices.push_back(static_cast<uint32_t>(setup.ops.size()));
+      setup.ops.push_back(std::move(op));
+    }
+    setup.spec_ops.push_back(std::move(indices));
+  }
+  return setup;
+}
+
+}  // namespace fabtwin

@@ -1,0 +1,112 @@
+// NCCL collectives in a scenario: the `collective` traffic generator (an nccl-tests-like run:
+// op, size sweep, ranks, algorithm, iterations), the GPU node hardware (`gpu`) and NCCL's own
+// knobs (`nccl`), and the set-up shared by every GPU node during a run: each size's resolved
+// algorithm and channels, and the connections between ranks with their NIC queue pairs.
+#pragma once
+
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "models/collectives/nccl_plan.h"
+#include "models/fabric/topology.h"
+#include "sim/params.h"
+
+namespace fabtwin {
+
+struct GpuConfig {
+  BitsPerSec nvlink_rate{};  // per GPU, each direction
+  BitsPerSec pcie_rate{};    // GPU/NIC PCIe link, each direction, after protocol overhead
+  Time pcie_latency{};
+  bool gpudirect = true;
+  Time bounce_latency{};    // GPUDirect off: staging through host memory, per message
+  double channel_rate = 0;  // bytes/s one channel's thread block reduces or copies
+  int compute_capability = 90;
+  bool intel_cpu = true;
+  // The PCIe rate a NIC sees: halved without GPUDirect (every byte crosses PCIe twice).
+  BitsPerSec nic_dma_rate() const { return {gpudirect ? pcie_rate.bps : pcie_rate.bps / 2}; }
+};
+
+struct NcclConfig {
+  Time base_latency{};         // per collective launch
+  Time nvlink_step_latency{};  // a slice written over NVLink until the peer acts on it
+  Time net_step_latency{};     // proxy overhead of a network send
+  int64_t buffsize = 4 << 20;
+  int min_channels = 1;
+  int max_channels = 64;
+  int channels = 0;  // communicator channels; 0 = 2 per NIC of a node
+  int qps_per_connection = 1;
+  int64_t p2p_net_chunk = 128 << 10;
+  int64_t p2p_nvlink_chunk = 512 << 10;
+};
+
+// One `collective` traffic generator.
+struct CollectiveSpec {
+  uint32_t generator = 0;  // index in `traffic`
+  nccl::Op op = nccl::Op::AllReduce;
+  std::string algorithm = "auto";  // auto, ring, tree
+  std::vector<int64_t> sizes;      // nccl-tests "size" of each row
+  std::string type = "float";
+  int type_bytes = 4;
+  std::string redop = "sum";
+  int root = 0;
+  std::vector<int> gpus;  // rank -> GPU index
+  int iterations = 1;
+  int warmup = 0;
+  Time start{};
+  int dscp = 26;
+};
+
+// One size of one generator, resolved: what NCCL would run.
+struct CollectiveOp {
+  uint32_t spec = 0;  // index into CollectiveSetup::specs
+  int64_t size = 0;
+  nccl::PlanInput plan;  // algorithm and channels resolved
+};
+
+enum class LinkKind : uint8_t { NvLink, Net };
+
+// A one-way connection between two ranks of one generator on one channel.
+struct CollectiveConnection {
+  uint32_t spec = 0;
+  int src_rank = 0, dst_rank = 0, channel = 0;
+  LinkKind kind = LinkKind::NvLink;
+  int src_host = -1, dst_host = -1;  // NICs (Net)
+  std::vector<uint32_t> send_qps;    // at the source NIC, one per QP of the connection
+  Time credit_latency{};             // a freed buffer slot reaching the sender
+};
+
+struct CollectiveSetup {
+  GpuConfig gpu;
+  NcclConfig nccl;
+  std::vector<CollectiveSpec> specs;
+  std::vector<CollectiveOp> ops;                // specs' sizes in order: one nccl-tests row each
+  std::vector<std::vector<uint32_t>> spec_ops;  // [spec] -> indices into ops
+  std::vector<CollectiveConnection> connections;
+  std::map<std::tuple<uint32_t, int, int, int>, uint32_t> connection_index;  // spec,src,dst,ch
+  std::vector<std::vector<int>> spec_nodes;  // [spec] -> GPU nodes with ranks, ascending
+  std::vector<Time> barrier_latency;         // [spec]: between sizes, like nccl-tests' barrier
+  bool record_timeline = true;               // output.collective_timeline
+
+  bool empty() const { return specs.empty(); }
+  uint32_t connection(uint32_t spec, int src, int dst, int channel) const {
+    return connection_index.at({spec, src, dst, channel});
+  }
+};
+
+// Reads the `collective` generators (other generators are left to generate_traffic), `gpu`
+// and `nccl`, and resolves each size's algorithm and channels. Connections are added by
+// add_connections once the NICs exist.
+CollectiveSetup read_collectives(const nlohmann::json& scenario, const Topology& topology);
+
+// What NCCL's tuning model is told about collective `spec` (sizes aside): ranks, nodes,
+// channels and per-channel bandwidths derived from the NICs and NVLink.
+nccl::TuningInput tuning_input(const CollectiveSetup& setup, const Topology& topology,
+                               uint32_t spec);
+
+// Parameter groups: gpu, nccl and traffic[type=collective].
+const std::vector<const ParamGroup*>& collective_param_groups();
+extern const ParamGroup kCollectiveParams;
+
+}  // namespace fabtwin

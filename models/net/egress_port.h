@@ -1,0 +1,184 @@
+// The transmitting end of one direction of a full-duplex link: eight priority queues served
+// strict-priority then DWRR, the per-priority PFC pause state set by the peer, a line rate, a
+// propagation delay, the peer it feeds, and per-priority counters.
+#pragma once
+
+#include <array>
+#include <bit>
+#include <cstdint>
+#include <vector>
+
+#include "models/net/ecn_marking.h"
+#include "models/net/packet_fifo.h"
+#include "models/net/roce_framing.h"
+#include "sim/event.h"
+
+namespace fabtwin {
+
+inline constexpr int kPriorities = 8;
+
+struct PriorityCounters {
+  int64_t tx_packets = 0;
+  int64_t tx_bytes = 0;  // frame bytes sent
+  int64_t drops = 0;     // packets dropped, any cause, counted where the cause lies
+  int64_t drop_bytes = 0;
+  int64_t drops_egress = 0;      // lossy: egress queue at its dynamic threshold (this egress)
+  int64_t drops_headroom = 0;    // lossless: headroom overflow (this port as ingress)
+  int64_t max_queue_bytes = 0;   // deepest the queue got (frames waiting, not the one on the wire)
+  int64_t ecn_marks = 0;         // packets marked CE at this queue
+  int64_t pause_sent = 0;        // PFC XOFF frames sent upstream from this port (incl. refreshes)
+  int64_t xon_sent = 0;          // PFC XON (pause time 0) frames sent
+  int64_t xoff_transitions = 0;  // times this port's ingress group went from flowing to paused
+  int64_t pause_received = 0;    // PFC XOFF frames received from the peer
+  int64_t xon_received = 0;
+  Time paused_time{};        // time this egress queue spent paused by the peer
+  int64_t cnp_sent = 0;      // NIC: CNPs sent (counted on the CNP's priority)
+  int64_t cnp_received = 0;  // NIC: CNPs received for its queue pairs
+};
+
+// How a port shares its wire among queues: strict priorities first (highest number first),
+// then deficit-weighted round robin among the others.
+struct SchedulerConfig {
+  uint8_t strict_mask = 0;  // bit p set: priority p is served strictly
+  std::array<int, kPriorities> weights{1, 1, 1, 1, 1, 1, 1, 1};
+  int quantum = 9216;  // bytes of credit per unit of weight per round
+};
+
+// A closed PFC pause interval of one priority on one egress.
+struct PauseInterval {
+  uint8_t priority;
+  Time start;
+  Time end;
+};
+
+struct EgressPort {
+  BitsPerSec rate{};
+  int64_t ps_per_byte = 0;      // rate as whole picoseconds per byte, 0 if not a whole number
+  Time delay{};                 // propagation delay to the peer
+  ComponentId peer = 0;         // component at the other end
+  uint32_t peer_port = 0;       // its port index
+  Time busy_until{};            // the frame on the wire ends then
+  bool done_scheduled = false;  // a transmit-done event is pending for busy_until
+  Time busy_time{};             // total time spent serializing (utilization)
+  const SchedulerConfig* scheduler = nullptr;  // null: strict priority only
+  bool ecn = false;                            // RED/ECN marking at this egress
+  RedMarking red;
+  std::array<PacketFifo, kPriorities> queues;  // enqueue() and dequeue() keep `backlog` right
+  uint8_t backlog = 0;                         // bit p: queue p is not empty
+  std::array<PriorityCounters, kPriorities> counters{};
+
+  // PFC state set by the peer's pause frames.
+  std::array<Time, kPriorities> paused_until{};
+  std::array<Time, kPriorities> paused_since{};
+  std::vector<PauseInterval> pause_intervals;
+  // PFC frames waiting to go out ahead of any queue: (priority, quanta).
+  std::vector<std::pair<uint8_t, uint16_t>> pending_pause;
+
+  // DWRR state.
+  std::array<int64_t, kPriorities> deficit{};
+  uint8_t credited = 0;  // bit p: priority p got its quantum this visit
+  uint8_t round = 0;     // the queue the round robin is at
+
+  void set_rate(BitsPerSec r) {
+    rate = r;
+    constexpr int64_t kBitPicoseconds = 8'000'000'000'000;
+    ps_per_byte = kBitPicoseconds % r.bps == 0 ? kBitPicoseconds / r.bps : 0;
+  }
+
+  // roce::wire_time without a division when the rate allows it (all standard Ethernet rates).
+  Time wire_time(int frame) const {
+    if (ps_per_byte == 0) return roce::wire_time(frame, rate);
+    const int bytes =
+        (frame < roce::kMinFrameBytes ? roce::kMinFrameBytes : frame) + roce::kWireGapBytes;
+    return {bytes * ps_per_byte};
+  }
+
+  int64_t queued_bytes() const {
+    int64_t total = 0;
+    for (const PacketFifo& q : queues) total += q.bytes();
+    return total;
+  }
+
+  bool paused(int priority, Time now) const { return paused_until[priority] > now; }
+  bool has_backlog() const { return backlog != 0; }
+
+  // The queue to serve next, or -1 if every non-empty queue is paused.
+  int select(Time now) {
+    unsigned eligible = backlog;
+    for (unsigned bits = eligible; bits != 0; bits &= bits - 1) {
+      const int p = std::countr_zero(bits);
+      if (paused(p, now)) eligible &= ~(1u << p);
+    }
+    if (eligible == 0) return -1;
+    if (scheduler == nullptr) return 31 - std::countl_zero(eligible);  // strict priority
+    if (const unsigned strict = eligible & scheduler->strict_mask; strict != 0) {
+      return 31 - std::countl_zero(strict);
+    }
+    if ((eligible & (eligible - 1)) == 0) {  // alone: served at once, no credit carried over
+      const int p = std::countr_zero(eligible);
+      deficit[p] = queues[p].front().frame;
+      return p;
+    }
+    for (;;) {  // deficit-weighted round robin
+      const int p = round;
+      if (eligible >> p & 1) {
+        if (!(credited >> p & 1)) {
+          deficit[p] += static_cast<int64_t>(scheduler->quantum) * scheduler->weights[p];
+          credited |= static_cast<uint8_t>(1u << p);
+        }
+        if (deficit[p] >= queues[p].front().frame) return p;
+      } else if (!(backlog >> p & 1)) {
+        deficit[p] = 0;  // an idle queue keeps no credit
+      }
+      credited &= static_cast<uint8_t>(~(1u << p));
+      round = static_cast<uint8_t>((round + 1) % kPriorities);
+    }
+  }
+
+  // Takes the head of queue `priority` (after select()).
+  QueuedPacket dequeue(int priority) {
+    const QueuedPacket q = queues[priority].pop();
+    if (queues[priority].empty()) backlog &= static_cast<uint8_t>(~(1u << priority));
+    return q;
+  }
+
+  // Called with the frame taken from queue `priority` after select().
+  void charge(int priority, int frame) { deficit[priority] -= frame; }
+
+  void enqueue(Packet* p, uint16_t ingress = 0) {
+    PacketFifo& q = queues[p->priority];
+    q.push(p, ingress);
+    backlog |= static_cast<uint8_t>(1u << p->priority);
+    PriorityCounters& c = counters[p->priority];
+    if (q.bytes() > c.max_queue_bytes) c.max_queue_bytes = q.bytes();
+  }
+
+  // A pause frame for `priority` arrived at `now` asking for `duration` (0: resume).
+  void pause(int priority, Time now, Time duration) {
+    PriorityCounters& c = counters[priority];
+    if (duration.ps == 0) {
+      ++c.xon_received;
+      close_pause(priority, now);
+      paused_until[priority] = now;
+      return;
+    }
+    ++c.pause_received;
+    if (!paused(priority, now)) {
+      close_pause(priority, now);  // a pause that expired unseen ends where it expired
+      paused_since[priority] = now;
+    }
+    paused_until[priority] = now + duration;
+  }
+
+  // Ends the open pause episode of `priority` at `now`, or where it expired if earlier, and
+  // records it. An episode is open while paused_until > paused_since.
+  void close_pause(int priority, Time now) {
+    if (paused_until[priority] <= paused_since[priority]) return;
+    const Time end = paused_until[priority] < now ? paused_until[priority] : now;
+    counters[priority].paused_time += end - paused_since[priority];
+    pause_intervals.push_back({static_cast<uint8_t>(priority), paused_since[priority], end});
+    paused_since[priority] = paused_until[priority] = end;
+  }
+};
+
+}  // namespace fabtwin

@@ -1,0 +1,124 @@
+// Common base of switches and host NICs: a set of egress ports and the link contract.
+// A packet handed to transmit() belongs to the link until it arrives at the peer, which then
+// owns it (forwards it, consumes it and releases it to the pool, or drops it).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "models/net/egress_port.h"
+#include "models/net/packet.h"
+#include "models/net/pfc.h"
+#include "sim/simulator.h"
+
+namespace fabtwin {
+
+// Event handlers every network node understands; models add their own from kFirstModelHandler.
+enum NodeHandler : uint32_t {
+  kPacketArrival = 1,  // index = ingress port, data = Packet*
+  kTransmitDone = 2,   // index = egress port
+  kFirstModelHandler = 8,
+};
+
+class NetworkNode : public Component {
+ public:
+  NetworkNode(std::string name, PacketPool& pool) : Component(std::move(name)), pool_(pool) {}
+
+  std::vector<EgressPort>& ports() { return ports_; }
+  // Closes the pause intervals still open on every port at `end` (the end of the run).
+  void close_pauses(Time end) {
+    for (EgressPort& port : ports_) {
+      for (int p = 0; p < kPriorities; ++p) port.close_pause(p, end);
+    }
+  }
+  const std::vector<EgressPort>& ports() const { return ports_; }
+
+  void handle(const Event& e) final {
+    switch (kind_handler(e.kind)) {
+      case kPacketArrival:
+        on_arrival(kind_index(e.kind), reinterpret_cast<Packet*>(e.data));
+        break;
+      case kTransmitDone:
+        ports_[kind_index(e.kind)].done_scheduled = false;
+        on_transmit_done(kind_index(e.kind));
+        break;
+      default:
+        on_timer(e);
+    }
+  }
+
+ protected:
+  virtual void on_arrival(uint32_t port, Packet* p) = 0;
+  virtual void on_transmit_done(uint32_t port) = 0;
+  virtual void on_timer(const Event& e) = 0;
+
+  bool port_free(uint32_t port_index) const { return ports_[port_index].busy_until <= now(); }
+
+  // Puts a MAC control frame (PFC) on the free wire of `port`; it is not a queue's traffic.
+  void transmit_control(uint32_t port_index, Packet* p) {
+    EgressPort& port = ports_[port_index];
+    const Time wire = port.wire_time(p->frame);
+    port.busy_until = now() + wire;
+    port.busy_time += wire;
+    schedule(now() + wire + port.delay, port.peer, make_kind(kPacketArrival, port.peer_port),
+             reinterpret_cast<uint64_t>(p));
+  }
+
+  // Sends the first PFC frame waiting at `port`, if any (the port must be free); true if sent.
+  bool transmit_pending_pause(uint32_t port_index) {
+    EgressPort& port = ports_[port_index];
+    if (port.pending_pause.empty()) return false;
+    const auto [priority, quanta] = port.pending_pause.front();
+    port.pending_pause.erase(port.pending_pause.begin());
+    Packet* f = pool_.acquire();
+    f->type = PacketType::Pause;
+    f->priority = priority;
+    f->psn = quanta;
+    f->frame = pfc::kFrameBytes;
+    transmit_control(port_index, f);
+    return true;
+  }
+
+  // Applies a PFC frame that arrived on `port` to that port's egress: its priority stops after
+  // the frame on the wire, for the asked time. Returns when the pause ends (now for an XON).
+  Time apply_pause(uint32_t port_index, const Packet& f) {
+    EgressPort& port = ports_[port_index];
+    port.pause(f.priority, now(), pfc::pause_duration(static_cast<int>(f.psn), port.rate));
+    return port.paused_until[f.priority];
+  }
+
+  // Sends the head of queue `priority` of `port`.
+  void transmit_queued(uint32_t port_index, int priority) {
+    const QueuedPacket q = ports_[port_index].dequeue(priority);
+    transmit(port_index, q.packet, q.frame, priority);
+  }
+
+  // Asks for on_transmit_done() when the frame now on the wire of `port` ends. Only owners
+  // with more to send ask, so an idle port costs no event.
+  void request_transmit_done(uint32_t port_index) {
+    EgressPort& port = ports_[port_index];
+    if (port.done_scheduled) return;
+    port.done_scheduled = true;
+    schedule_self(port.busy_until, make_kind(kTransmitDone, port_index), 0);
+  }
+
+  // Puts packet `p` (a `frame`-byte frame of `priority`) on the free wire of `port` now: the
+  // port is busy for the frame's wire time and the peer receives the whole frame (store and
+  // forward) one propagation delay later. The packet itself is not read here.
+  void transmit(uint32_t port_index, Packet* p, int frame, int priority) {
+    EgressPort& port = ports_[port_index];
+    const Time wire = port.wire_time(frame);
+    port.busy_until = now() + wire;
+    port.busy_time += wire;
+    PriorityCounters& c = port.counters[priority];
+    ++c.tx_packets;
+    c.tx_bytes += frame;
+    schedule(now() + wire + port.delay, port.peer, make_kind(kPacketArrival, port.peer_port),
+             reinterpret_cast<uint64_t>(p));
+  }
+
+  PacketPool& pool_;
+  std::vector<EgressPort> ports_;
+};
+
+}  // namespace fabtwin

@@ -1,0 +1,195 @@
+#include "models/net/switch.h"
+
+#include "models/net/pfc.h"
+
+namespace fabtwin {
+
+Switch::Switch(std::string name, PacketPool& pool, const RoutingTable& routing, int node,
+               const SwitchConfig& config)
+    : NetworkNode(std::move(name), pool), routing_(routing), node_(node), config_(config) {
+  ecmp_salt_ = static_cast<uint32_t>(mix64(static_cast<uint64_t>(node), 0xEC3B));
+}
+
+void Switch::begin() {
+  std::vector<int64_t> headroom(ports_.size(), config_.headroom);
+  for (size_t i = 0; i < ports_.size(); ++i) {
+    EgressPort& port = ports_[i];
+    if (config_.auto_headroom) {
+      headroom[i] = pfc::mlx5_headroom(port.rate, port.delay, config_.headroom_mtu);
+    }
+    port.scheduler = &config_.scheduler;
+    port.ecn = config_.ecn;
+    port.red = config_.red_for(port.rate);
+  }
+  buffer_ = std::make_unique<SharedBuffer>(config_.mmu, std::move(headroom));
+  if (buffer_->set_aside() >= config_.mmu.buffer) {
+    throw ScenarioError("fabric.switch.buffer",
+                        "expected more than the " + format_bytes(Bytes{buffer_->set_aside()}) +
+                            " that " + name() + " sets aside (reserve x 8 groups x " +
+                            std::to_string(ports_.size()) +
+                            " ports, plus headroom per lossless group), found " +
+                            format_bytes(Bytes{config_.mmu.buffer}));
+  }
+  pausing_.assign(ports_.size(), 0);
+  refresh_scheduled_.assign(ports_.size(), false);
+  if (config_.queue_sample_interval.ps > 0) {
+    schedule_self(now() + config_.queue_sample_interval, kSample, 0);
+  }
+}
+
+int64_t Switch::headroom_overflows() const {
+  int64_t n = 0;
+  for (const EgressPort& port : ports_) {
+    for (const PriorityCounters& c : port.counters) n += c.drops_headroom;
+  }
+  return n;
+}
+
+void Switch::on_arrival(uint32_t in_port, Packet* p) {
+  if (p->type == PacketType::Pause) {
+    on_pause_frame(in_port, *p);
+    pool_.release(p);
+    return;
+  }
+  const int prio = config_.dscp_to_priority[p->dscp];  // trust DSCP
+  p->priority = static_cast<uint8_t>(prio);
+  const auto hops = routing_.next_hops(node_, static_cast<int>(p->dst_host));
+  const uint32_t out =
+      hops.size() == 1 ? hops[0] : hops[ecmp_pick(p->ecmp_hash, ecmp_salt_, hops.size())];
+  EgressPort& port = ports_[out];
+  const Admission verdict =
+      buffer_->admit(static_cast<int>(in_port), prio, static_cast<int>(out), prio, p->frame);
+  if (verdict != Admission::Admitted) {
+    const bool headroom = verdict == Admission::HeadroomOverflow;
+    PriorityCounters& c = (headroom ? ports_[in_port] : port).counters[prio];
+    ++c.drops;
+    c.drop_bytes += p->frame;
+    ++(headroom ? c.drops_headroom : c.drops_egress);
+    pool_.release(p);
+    return;
+  }
+  if (config_.mmu.lossless[prio] && !(pausing_[in_port] >> prio & 1) &&
+      buffer_->should_pause(static_cast<int>(in_port), prio)) {
+    pausing_[in_port] |= static_cast<uint8_t>(1u << prio);
+    ++ports_[in_port].counters[prio].xoff_transitions;
+    send_pause(in_port, prio, true);
+  }
+  if (config_.mark_at_enqueue) maybe_mark(port, prio, p, port.queues[prio].bytes());
+  port.enqueue(p, static_cast<uint16_t>(in_port));
+  if (port_free(out)) {
+    start_transmission(out);
+  } else {
+    request_transmit_done(out);
+  }
+}
+
+void Switch::on_transmit_done(uint32_t port) {
+  start_transmission(port);
+}
+
+void Switch::maybe_mark(EgressPort& port, int priority, Packet* p, int64_t queue_bytes) {
+  if (!port.ecn || !port.red.should_mark(queue_bytes, rng())) return;
+  if (p->ecn == Ecn::NotEct) return;  // only ECN-capable transport is marked
+  p->ecn = Ecn::Ce;
+  ++port.counters[priority].ecn_marks;
+}
+
+void Switch::start_transmission(uint32_t port_index) {
+  EgressPort& port = ports_[port_index];
+  if (!port_free(port_index)) {  // a same-time arrival took the wire first
+    if (port.has_backlog() || !port.pending_pause.empty()) request_transmit_done(port_index);
+    return;
+  }
+  if (transmit_pending_pause(port_index)) {  // MAC control frames go before any queue
+    if (port.has_backlog() || !port.pending_pause.empty()) request_transmit_done(port_index);
+    return;
+  }
+  const int prio = port.select(now());
+  if (prio < 0) return;  // empty, or everything waiting is paused (the expiry or XON restarts it)
+  const QueuedPacket q = port.dequeue(prio);
+  port.charge(prio, q.frame);
+  if (!config_.mark_at_enqueue) maybe_mark(port, prio, q.packet, port.queues[prio].bytes());
+  buffer_->release(q.ingress, prio, static_cast<int>(port_index), prio, q.frame);
+  if ((pausing_[q.ingress] >> prio & 1) && buffer_->should_resume(q.ingress, prio)) {
+    pausing_[q.ingress] &= static_cast<uint8_t>(~(1u << prio));
+    send_pause(q.ingress, prio, false);
+  }
+  transmit(port_index, q.packet, q.frame, prio);
+  if (port.has_backlog()) request_transmit_done(port_index);
+}
+
+void Switch::discard_background_after(unsigned __int128 stop) {
+  while (!sample_events_.empty() && std::get<0>(sample_events_.back()) > stop) {
+    samples_.resize(std::get<1>(sample_events_.back()));
+    buffer_samples_.resize(std::get<2>(sample_events_.back()));
+    sample_events_.pop_back();
+  }
+}
+
+Time Switch::refresh_interval(uint32_t port) const {
+  if (!config_.auto_refresh) return config_.pause_refresh;
+  const Time half = pfc::pause_duration(config_.pause_quanta, ports_[port].rate);
+  return Time{std::max<int64_t>(1, half.ps / 2)};
+}
+
+void Switch::send_pause(uint32_t port_index, int priority, bool xoff) {
+  EgressPort& port = ports_[port_index];
+  PriorityCounters& c = port.counters[priority];
+  ++(xoff ? c.pause_sent : c.xon_sent);
+  port.pending_pause.emplace_back(static_cast<uint8_t>(priority),
+                                  static_cast<uint16_t>(xoff ? config_.pause_quanta : 0));
+  if (xoff && !refresh_scheduled_[port_index]) {
+    refresh_scheduled_[port_index] = true;
+    schedule_self(now() + refresh_interval(port_index), make_kind(kPauseRefresh, port_index), 0);
+  }
+  if (port_free(port_index)) {
+    start_transmission(port_index);
+  } else {
+    request_transmit_done(port_index);
+  }
+}
+
+void Switch::on_pause_frame(uint32_t port_index, const Packet& f) {
+  if (!config_.pfc) return;  // PFC off: pause frames are ignored
+  if (const Time until = apply_pause(port_index, f); until > now()) {
+    schedule_self(until, make_kind(kPauseExpired, port_index), f.priority);
+  } else {
+    start_transmission(port_index);
+  }
+}
+
+void Switch::on_timer(const Event& e) {
+  const uint32_t index = kind_index(e.kind);
+  switch (kind_handler(e.kind)) {
+    case kPauseExpired: {
+      EgressPort& port = ports_[index];
+      const int prio = static_cast<int>(e.data);
+      if (port.paused_until[prio] > now()) break;  // refreshed since: a later expiry is due
+      port.close_pause(prio, now());
+      start_transmission(index);
+      break;
+    }
+    case kPauseRefresh: {
+      refresh_scheduled_[index] = false;
+      for (int prio = 0; prio < kPriorities; ++prio) {
+        if (!(pausing_[index] >> prio & 1)) continue;
+        const bool resume = buffer_->should_resume(static_cast<int>(index), prio);
+        if (resume) pausing_[index] &= static_cast<uint8_t>(~(1u << prio));
+        send_pause(index, prio, !resume);
+      }
+      break;
+    }
+    case kSample:
+      sample_events_.emplace_back(order_of(e), samples_.size(), buffer_samples_.size());
+      for (uint32_t i = 0; i < ports_.size(); ++i) {
+        samples_.push_back({now(), i, ports_[i].queued_bytes()});
+      }
+      buffer_samples_.push_back({now(), buffer_->used()});
+      schedule_self(now() + config_.queue_sample_interval, kSample, 0);
+      break;
+    default:
+      break;
+  }
+}
+
+}  // namespace fabtwin

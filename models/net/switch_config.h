@@ -1,0 +1,49 @@
+// Everything a switch is configured with: the shared buffer (MMU), PFC, ECN marking and QoS
+// (DSCP to priority, egress scheduling), read from the scenario's `fabric` sections.
+#pragma once
+
+#include <array>
+#include <map>
+#include <vector>
+
+#include "models/net/ecn_marking.h"
+#include "models/net/egress_port.h"
+#include "models/net/shared_buffer.h"
+#include "sim/params.h"
+
+namespace fabtwin {
+
+struct SwitchConfig {
+  MmuConfig mmu;
+  bool auto_headroom = true;    // mlx5 rule per port; else `headroom`
+  int64_t headroom = 0;         // bytes per lossless group and ingress port
+  int64_t headroom_mtu = 4158;  // frame bytes the automatic headroom allows for
+
+  bool pfc = true;
+  int pause_quanta = 65535;  // quanta an XOFF frame asks for
+  bool auto_refresh = true;  // refresh an XOFF after half its pause time
+  Time pause_refresh{};
+
+  bool ecn = true;
+  bool mark_at_enqueue = false;
+  RedMarking red;                             // default marking
+  std::map<int64_t, RedMarking> red_by_rate;  // link rate (bps) -> marking at ports of that rate
+
+  std::array<uint8_t, 64> dscp_to_priority{};
+  SchedulerConfig scheduler;
+
+  Time queue_sample_interval{};  // 0 = no queue-depth samples
+
+  RedMarking red_for(BitsPerSec rate) const {
+    const auto it = red_by_rate.find(rate.bps);
+    return it == red_by_rate.end() ? red : it->second;
+  }
+};
+
+// Reads fabric.switch, fabric.pfc, fabric.ecn and fabric.qos. `mtu_frame` is the largest data
+// frame the NICs send (for the automatic headroom).
+SwitchConfig read_switch_config(const nlohmann::json& scenario, int64_t mtu_frame);
+
+const std::vector<const ParamGroup*>& switch_param_groups();
+
+}  // namespace fabtwin

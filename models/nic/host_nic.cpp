@@ -1,0 +1,631 @@
+#include "models/nic/host_nic.h"
+
+#include <algorithm>
+
+#include "models/net/pfc.h"
+#include "models/net/routing.h"
+
+namespace fabtwin {
+
+namespace {
+const ParamGroup kNicParams{
+    "nic",
+    "nic",
+    "Host NIC and RC queue pairs",
+    {
+        {"mtu", ParamType::Bytes, "\"4096B\"",
+         "payload bytes per packet (RoCE path MTU: 256B, 512B, 1024B, 2048B or 4096B on real "
+         "NICs; any size is accepted for what-if studies)",
+         "IB/RoCE active MTU 4096 with jumbo Ethernet frames"},
+        {"ack_every", ParamType::Integer, "1",
+         "the responder acknowledges every n-th in-order packet (and always the last one)",
+         "fabtwin; one ACK per packet as in the HPCC ns-3 model", "1..65536"},
+        {"rx_drain_rate", ParamType::Text, "\"line\"",
+         "rate at which the receiver takes packets off the wire into host memory; below the link "
+         "rate (a PCIe or memory bottleneck) arrivals wait in the receive buffer and the NIC "
+         "sends PFC pause for lossless priorities; \"line\" = never a bottleneck",
+         "fabtwin; ConnectX NICs send PFC when their receive buffer fills"},
+        {"rx_xoff", ParamType::Bytes, "\"64KB\"",
+         "receive-buffer occupancy at which the NIC pauses the lossless priority upstream",
+         "fabtwin"},
+        {"rx_xon", ParamType::Bytes, "\"32KB\"",
+         "receive-buffer occupancy at which the NIC resumes it (XON)", "fabtwin"},
+        {"cc", ParamType::List, "{}", "congestion control; see nic.cc (fabtwin describe dcqcn)",
+         "fabtwin"},
+        {"ack_timeout", ParamType::Time, "\"67.108864ms\"",
+         "requester retransmits go-back-N from the oldest unacknowledged packet after this long "
+         "without progress",
+         "InfiniBand local ACK timeout 4.096us x 2^14 (perftest's default exponent 14)"},
+    }};
+}  // namespace
+
+const ParamGroup& HostNic::params() {
+  return kNicParams;
+}
+
+NicConfig HostNic::read_config(const nlohmann::json& scenario) {
+  const nlohmann::json none;
+  ParamReader r(scenario.contains("nic") ? scenario["nic"] : none, "nic", kNicParams);
+  NicConfig c;
+  c.mtu = r.bytes("mtu");
+  if (c.mtu.count < 1 || c.mtu.count > 9000) {
+    throw ScenarioError(r.path_of("mtu"),
+                        "expected a payload of 1B to 9000B, found " + format_bytes(c.mtu));
+  }
+  c.ack_every = static_cast<int>(r.integer("ack_every"));
+  c.ack_timeout = r.time("ack_timeout");
+  r.raw("cc");  // read by read_dcqcn_config
+  if (const auto drain = r.rate_or("rx_drain_rate", "line")) c.rx_drain_rate = *drain;
+  c.rx_xoff = r.bytes("rx_xoff").count;
+  c.rx_xon = r.bytes("rx_xon").count;
+  if (c.rx_xon > c.rx_xoff) {
+    throw ScenarioError(r.path_of("rx_xon"), "expected rx_xon <= rx_xoff, found " +
+                                                 format_bytes(Bytes{c.rx_xon}) + " > " +
+                                                 format_bytes(Bytes{c.rx_xoff}));
+  }
+  if (c.ack_timeout.ps <= 0) {
+    throw ScenarioError(r.path_of("ack_timeout"),
+                        "expected a positive time, found " + format_time(c.ack_timeout));
+  }
+  r.finish();
+  return c;
+}
+
+HostNic::HostNic(std::string name, PacketPool& pool, int host, const NicConfig& config)
+    : NetworkNode(std::move(name), pool), host_(host), config_(config) {}
+
+uint32_t HostNic::add_send_qp(const FlowSpec& flow) {
+  SendQp qp;
+  qp.flow = flow;
+  qp.packets = static_cast<uint32_t>((flow.size.count + config_.mtu.count - 1) / config_.mtu.count);
+  // RoCE NICs derive the UDP source port from the QP; it is what gives ECMP its entropy.
+  const auto udp_source_port = static_cast<uint16_t>(49152 + rng().below(16384));
+  qp.hash = roce_flow_hash(static_cast<uint32_t>(flow.src), static_cast<uint32_t>(flow.dst),
+                           udp_source_port);
+  qp.rate = ports_.at(0).rate;
+  if (config_.dcqcn) qp.cc = std::make_unique<DcqcnReactionPoint>(config_.dcqcn_config, qp.rate);
+  qp.priority = config_.dscp_to_priority[flow.dscp];
+  qp.record.spec = flow;
+  send_qps_.push_back(std::move(qp));
+  return static_cast<uint32_t>(send_qps_.size() - 1);
+}
+
+uint32_t HostNic::add_receive_qp(const FlowSpec& flow, uint32_t sender_qp) {
+  ReceiveQp rq;
+  rq.flow = flow.id;
+  rq.src = flow.src;
+  rq.sender_qp = sender_qp;
+  rq.packets = static_cast<uint32_t>((flow.size.count + config_.mtu.count - 1) / config_.mtu.count);
+  const auto udp_source_port = static_cast<uint16_t>(49152 + rng().below(16384));
+  rq.hash = roce_flow_hash(static_cast<uint32_t>(host_), static_cast<uint32_t>(flow.src),
+                           udp_source_port);
+  rq.dscp = flow.dscp;
+  rq.priority = config_.dscp_to_priority[flow.dscp];
+  receive_qps_.push_back(rq);
+  return static_cast<uint32_t>(receive_qps_.size() - 1);
+}
+
+void HostNic::connect_send_qp(uint32_t qp, uint32_t receiver_qp) {
+  send_qps_[qp].receiver_qp = receiver_qp;
+}
+
+uint32_t HostNic::add_connection_send_qp(uint32_t connection, int dst, int dscp, uint32_t lane,
+                                         uint32_t lanes) {
+  const uint32_t qp = add_send_qp({connection, host_, dst, Bytes{0}, Time{}, dscp});
+  SendQp& q = send_qps_[qp];
+  q.connection = true;
+  q.lane = lane;
+  q.lanes = lanes;
+  return qp;
+}
+
+uint32_t HostNic::add_connection_receive_qp(uint32_t connection, int src, int dscp,
+                                            uint32_t sender_qp, uint32_t lane, uint32_t lanes) {
+  const uint32_t rq = add_receive_qp({connection, src, host_, Bytes{0}, Time{}, dscp}, sender_qp);
+  ReceiveQp& r = receive_qps_[rq];
+  r.connection = true;
+  r.lane = lane;
+  r.lanes = lanes;
+  r.packets = UINT32_MAX;
+  return rq;
+}
+
+// A message of `bytes` (an RDMA WRITE; an empty one is still one packet) joins the QP's queue.
+void HostNic::post_message(uint32_t qp, int64_t bytes) {
+  SendQp& q = send_qps_[qp];
+  const int64_t mtu = config_.mtu.count;
+  const int64_t packets = std::max<int64_t>(1, (bytes + mtu - 1) / mtu);
+  q.packets += static_cast<uint32_t>(packets);
+  q.flow.size.count += bytes;
+  q.messages.emplace_back(q.packets, static_cast<int32_t>(bytes - (packets - 1) * mtu));
+  if (q.unacked_psn + packets == q.packets) q.deadline = now() + config_.ack_timeout;
+  activate(qp);
+  pump();
+}
+
+void HostNic::notify_host(uint32_t kind, uint32_t connection, uint64_t sequence) {
+  schedule(now() + config_.host_latency, host_component_, kind,
+           static_cast<uint64_t>(connection) << 32 | sequence);
+}
+
+void HostNic::begin() {
+  start_order_.resize(send_qps_.size());
+  for (uint32_t i = 0; i < send_qps_.size(); ++i) start_order_[i] = i;
+  std::erase_if(start_order_, [&](uint32_t qp) { return send_qps_[qp].connection; });
+  std::sort(start_order_.begin(), start_order_.end(), [&](uint32_t a, uint32_t b) {
+    const FlowSpec &fa = send_qps_[a].flow, &fb = send_qps_[b].flow;
+    return fa.start < fb.start || (fa.start == fb.start && fa.id < fb.id);
+  });
+  for (size_t i = 0; i < start_order_.size(); ++i) hold_work();  // released as flows complete
+  if (config_.dcqcn && config_.rate_sample_interval.ps > 0 && !send_qps_.empty()) {
+    schedule_self(now() + config_.rate_sample_interval, kRateSample, 0);
+  }
+  if (!start_order_.empty()) {
+    schedule_self(send_qps_[start_order_[0]].flow.start, kFlowStart, 0);
+  }
+}
+
+void HostNic::activate(uint32_t qp) {
+  SendQp& q = send_qps_[qp];
+  if (q.active || q.done) return;
+  q.active = true;
+  rotation_.push_back(qp);
+}
+
+void HostNic::on_timer(const Event& e) {
+  switch (kind_handler(e.kind)) {
+    case kFlowStart:
+      while (next_start_ < start_order_.size() &&
+             send_qps_[start_order_[next_start_]].flow.start <= now()) {
+        const uint32_t qp = start_order_[next_start_++];
+        if (send_qps_[qp].packets == 0) {  // an empty message completes at once
+          complete(send_qps_[qp]);
+          continue;
+        }
+        send_qps_[qp].started = true;
+        activate(qp);
+      }
+      if (next_start_ < start_order_.size()) {
+        schedule_self(send_qps_[start_order_[next_start_]].flow.start, kFlowStart, 0);
+      }
+      pump();
+      break;
+    case kAckTimeout: {
+      SendQp& qp = send_qps_[e.data];
+      qp.timer_scheduled = false;
+      if (qp.done || qp.unacked_psn >= qp.packets) break;  // nothing outstanding
+      if (now() < qp.deadline) {
+        arm_timer(qp);
+        break;
+      }
+      ++qp.record.timeouts;
+      go_back_to(qp, qp.unacked_psn);
+      qp.deadline = now() + config_.ack_timeout;
+      arm_timer(qp);
+      pump();
+      break;
+    }
+    case kPacingWake:
+      wake_at_ = Time::max();
+      pump();
+      break;
+    case kNicPostMessage:
+      post_message(static_cast<uint32_t>(e.data >> 40),
+                   static_cast<int64_t>(e.data & ((uint64_t{1} << 40) - 1)));
+      break;
+    case kRxDrained: {
+      Packet* p = rx_buffer_.pop().packet;
+      const int prio = p->priority;
+      receive_data(p);
+      if (!rx_buffer_.empty()) {
+        schedule_self(now() + roce::wire_time(rx_buffer_.front().frame, config_.rx_drain_rate),
+                      kRxDrained, 0);
+      }
+      if ((rx_pausing_ >> prio & 1) && rx_buffer_.bytes() <= config_.rx_xon) {
+        rx_pausing_ &= static_cast<uint8_t>(~(1u << prio));
+        send_rx_pause(prio, false);
+      }
+      break;
+    }
+    case kRxPauseRefresh:
+      rx_refresh_scheduled_ = false;
+      for (int prio = 0; prio < 8; ++prio) {
+        if (rx_pausing_ >> prio & 1) send_rx_pause(prio, true);
+      }
+      break;
+    case kCcTimer: {
+      SendQp& qp = send_qps_[e.data];
+      if (now() == qp.cc_timer_at) qp.cc_timer_at = Time::max();
+      // A finished flow stops; an idle connection QP pauses its rate recovery until it sends
+      // again (the next packet re-arms the timer), so that an idle fabric lets the run end.
+      if (qp.done || (qp.connection && qp.unacked_psn >= qp.packets)) break;
+      if (now() >= qp.cc->next_timer()) {
+        qp.cc->on_timer(now());
+        update_rate(qp);
+      }
+      arm_cc_timer(qp);
+      pump();
+      break;
+    }
+    case kRateSample:
+      sample_events_.emplace_back(order_of(e), rate_samples_.size());
+      for (const SendQp& qp : send_qps_) {
+        if (qp.started && !qp.done)
+          rate_samples_.push_back({now(), qp.flow.id, qp.cc->state(now())});
+      }
+      schedule_self(now() + config_.rate_sample_interval, kRateSample, 0);
+      break;
+    case kPauseExpired:
+      if (ports_[0].paused_until[e.data] > now()) break;  // refreshed: a later expiry is due
+      ports_[0].close_pause(static_cast<int>(e.data), now());
+      pump();
+      break;
+    default:
+      break;
+  }
+}
+
+void HostNic::arm_timer(SendQp& qp) {
+  if (qp.timer_scheduled) return;
+  qp.timer_scheduled = true;
+  schedule_self(qp.deadline, kAckTimeout, static_cast<uint64_t>(&qp - send_qps_.data()));
+}
+
+void HostNic::go_back_to(SendQp& qp, uint32_t psn) {
+  if (psn < qp.next_psn) qp.record.packets_retransmitted += qp.next_psn - psn;
+  qp.next_psn = psn;
+  activate(static_cast<uint32_t>(&qp - send_qps_.data()));
+}
+
+void HostNic::discard_background_after(unsigned __int128 stop) {
+  while (!sample_events_.empty() && sample_events_.back().first > stop) {
+    rate_samples_.resize(sample_events_.back().second);
+    sample_events_.pop_back();
+  }
+}
+
+void HostNic::on_transmit_done(uint32_t) {
+  pump();
+}
+
+void HostNic::pump() {
+  EgressPort& port = ports_[0];
+  if (!port_free(0)) {
+    request_transmit_done(0);
+    return;
+  }
+  if (transmit_pending_pause(0)) {  // MAC control frames go first
+    request_transmit_done(0);
+    return;
+  }
+  const int prio = port.select(now());
+  if (prio >= 0) {  // responder ACKs/NAKs go ahead of new data
+    transmit_queued(0, prio);
+  } else if (!send_next_data_packet()) {
+    return;
+  }
+  if (port.has_backlog() || !rotation_.empty()) request_transmit_done(0);
+}
+
+bool HostNic::send_next_data_packet() {
+  if (dma_ready_ > now()) {  // the DMA engine is still reading the previous payload
+    if (!rotation_.empty() && dma_ready_ < wake_at_) {
+      wake_at_ = dma_ready_;
+      schedule_self(dma_ready_, kPacingWake, 0);
+    }
+    return false;
+  }
+  Time earliest = Time::max();
+  for (size_t tried = 0; tried < rotation_.size(); ++tried) {
+    if (rotation_next_ >= rotation_.size()) rotation_next_ = 0;
+    const uint32_t index = rotation_[rotation_next_];
+    SendQp& qp = send_qps_[index];
+    if (ports_[0].paused(qp.priority, now())) {  // PFC: the expiry or XON restarts it
+      ++rotation_next_;
+      continue;
+    }
+    if (qp.next_send > now()) {
+      earliest = std::min(earliest, qp.next_send);
+      ++rotation_next_;
+      continue;
+    }
+    Packet* p = pool_.acquire();
+    const uint32_t psn = qp.next_psn++;
+    p->type = PacketType::Data;
+    p->flow = qp.flow.id;
+    p->src_host = static_cast<uint32_t>(host_);
+    p->dst_host = static_cast<uint32_t>(qp.flow.dst);
+    p->sender_qp = index;
+    p->receiver_qp = qp.receiver_qp;
+    p->psn = psn;
+    p->ecmp_hash = qp.hash;
+    bool first = psn == 0;
+    if (qp.connection) {
+      // The message holding this PSN (a go-back-N rewind may move back over several).
+      if (qp.cursor > 0 && psn < qp.messages[qp.cursor - 1].first) {
+        qp.cursor = static_cast<uint32_t>(
+            std::upper_bound(qp.messages.begin(), qp.messages.end(), psn,
+                             [](uint32_t v, const auto& m) { return v < m.first; }) -
+            qp.messages.begin());
+      }
+      while (qp.messages[qp.cursor].first <= psn) ++qp.cursor;
+      const auto [end, last_payload] = qp.messages[qp.cursor];
+      first = psn == (qp.cursor == 0 ? 0 : qp.messages[qp.cursor - 1].first);
+      p->payload = psn + 1 == end ? last_payload : static_cast<int32_t>(config_.mtu.count);
+      if (psn + 1 == end) p->message = qp.cursor + 1;
+    } else {
+      const int64_t offset = static_cast<int64_t>(psn) * config_.mtu.count;
+      p->payload =
+          static_cast<int32_t>(std::min<int64_t>(config_.mtu.count, qp.flow.size.count - offset));
+    }
+    p->frame = roce::data_frame(p->payload, first);
+    p->priority = static_cast<uint8_t>(qp.priority);
+    p->dscp = static_cast<uint8_t>(qp.flow.dscp);
+    p->ecn = Ecn::Ect0;
+    p->sent = now();
+    if (qp.unacked_psn == psn) qp.deadline = now() + config_.ack_timeout;
+    if (qp.cc) {
+      qp.cc->on_packet_sent(p->frame, now());
+      update_rate(qp);
+      arm_cc_timer(qp);
+    }
+    qp.last_sent = now();
+    qp.last_frame = p->frame;
+    if (qp.rate < ports_[0].rate) qp.next_send = now() + roce::wire_time(p->frame, qp.rate);
+    ++qp.record.packets_sent;
+    ++data_packets_sent_;
+    if (config_.tx_dma_rate.bps > 0) {
+      dma_ready_ = now() + serialization_delay(Bytes{p->payload}, config_.tx_dma_rate);
+    }
+    arm_timer(qp);
+    if (qp.next_psn >= qp.packets) {  // everything sent; leaves the rotation until a rewind
+      qp.active = false;
+      rotation_.erase(rotation_.begin() + static_cast<std::ptrdiff_t>(rotation_next_));
+    } else {
+      ++rotation_next_;
+    }
+    transmit(0, p, p->frame, p->priority);
+    return true;
+  }
+  if (earliest != Time::max() && earliest < wake_at_) {
+    wake_at_ = earliest;
+    schedule_self(earliest, kPacingWake, 0);
+  }
+  return false;
+}
+
+void HostNic::on_arrival(uint32_t, Packet* p) {
+  if (p->type == PacketType::Data && config_.rx_drain_rate.bps > 0) {
+    // A slow receiver: the packet waits its turn in the receive buffer (released when drained).
+    if (rx_buffer_.empty()) {
+      schedule_self(now() + roce::wire_time(p->frame, config_.rx_drain_rate), kRxDrained, 0);
+    }
+    rx_buffer_.push(p);
+    const int prio = p->priority;
+    if (config_.pfc && config_.lossless[prio] && !(rx_pausing_ >> prio & 1) &&
+        rx_buffer_.bytes() >= config_.rx_xoff) {
+      rx_pausing_ |= static_cast<uint8_t>(1u << prio);
+      ++ports_[0].counters[prio].xoff_transitions;
+      send_rx_pause(prio, true);
+    }
+    return;
+  }
+  switch (p->type) {
+    case PacketType::Data:
+      on_data(p);
+      break;
+    case PacketType::Ack:
+      on_ack(*p);
+      break;
+    case PacketType::Nak:
+      on_nak(*p);
+      break;
+    case PacketType::Cnp:
+      on_cnp(*p);
+      break;
+    case PacketType::Pause:  // the NIC honours PFC
+      if (const Time until = apply_pause(0, *p); until > now()) {
+        schedule_self(until, kPauseExpired, p->priority);
+      } else {
+        pump();
+      }
+      break;
+    default:
+      break;
+  }
+  pool_.release(p);
+}
+
+void HostNic::receive_data(Packet* p) {
+  on_data(p);
+  pool_.release(p);
+}
+
+void HostNic::send_rx_pause(int priority, bool xoff) {
+  EgressPort& port = ports_[0];
+  PriorityCounters& c = port.counters[priority];
+  ++(xoff ? c.pause_sent : c.xon_sent);
+  port.pending_pause.emplace_back(static_cast<uint8_t>(priority),
+                                  static_cast<uint16_t>(xoff ? config_.pause_quanta : 0));
+  if (xoff && !rx_refresh_scheduled_) {
+    rx_refresh_scheduled_ = true;
+    const Time half = pfc::pause_duration(config_.pause_quanta, port.rate);
+    schedule_self(now() + Time{std::max<int64_t>(1, half.ps / 2)}, kRxPauseRefresh, 0);
+  }
+  pump();
+}
+
+void HostNic::on_data(Packet* p) {
+  ReceiveQp& rq = receive_qps_[p->receiver_qp];
+  if (p->ecn == Ecn::Ce && config_.dcqcn) notify_congestion(rq);
+  if (p->psn == rq.expected_psn) {
+    ++rq.expected_psn;
+    rq.bytes += p->payload;
+    rq.nak_outstanding = false;
+    if (rq.expected_psn == rq.packets) rq.last_byte = now();
+    if (rq.connection && p->message != 0) {
+      notify_host(kNicMessageArrived, rq.flow, uint64_t{p->message - 1} * rq.lanes + rq.lane);
+    }
+    if (rq.expected_psn % static_cast<uint32_t>(config_.ack_every) == 0 ||
+        rq.expected_psn == rq.packets || p->message != 0) {
+      send_control(PacketType::Ack, rq);
+    }
+  } else if (p->psn > rq.expected_psn) {
+    // Sequence error: one NAK per gap (IB responder behaviour); the requester goes back.
+    if (!rq.nak_outstanding) {
+      rq.nak_outstanding = true;
+      send_control(PacketType::Nak, rq);
+    }
+  } else {
+    send_control(PacketType::Ack, rq);  // duplicate: re-acknowledge what we have
+  }
+}
+
+// Notification point: at most one CNP per queue pair per min_time_between_cnps.
+void HostNic::notify_congestion(ReceiveQp& rq) {
+  if (rq.cnp_sent && now() - rq.last_cnp < config_.dcqcn_config.min_time_between_cnps) return;
+  rq.cnp_sent = true;
+  rq.last_cnp = now();
+  ++rq.cnps;
+  Packet* c = pool_.acquire();
+  c->type = PacketType::Cnp;
+  c->flow = rq.flow;
+  c->src_host = static_cast<uint32_t>(host_);
+  c->dst_host = static_cast<uint32_t>(rq.src);
+  c->sender_qp = rq.sender_qp;
+  c->ecmp_hash = rq.hash;
+  c->frame = roce::cnp_frame();
+  c->dscp = static_cast<uint8_t>(config_.dcqcn_config.cnp_dscp);
+  c->priority = config_.dscp_to_priority[c->dscp];
+  c->sent = now();
+  ++ports_[0].counters[c->priority].cnp_sent;
+  ports_[0].enqueue(c);
+  pump();
+}
+
+void HostNic::on_cnp(const Packet& p) {
+  SendQp& qp = send_qps_[p.sender_qp];
+  ++ports_[0].counters[p.priority].cnp_received;
+  ++qp.record.cnps_received;
+  if (qp.done || !qp.cc) return;
+  qp.cc->on_cnp(now());
+  update_rate(qp);
+  arm_cc_timer(qp);
+}
+
+// Takes the congestion control's new rate. The pacing gap of the last packet is re-timed at
+// the new rate, so a queue pair cut deep and then recovered does not wait out a gap computed
+// at the old rate.
+void HostNic::update_rate(SendQp& qp) {
+  const BitsPerSec rate = qp.cc->rate();
+  if (rate == qp.rate) return;
+  qp.rate = rate;
+  if (qp.next_send > now() && qp.last_frame > 0) {
+    qp.next_send = std::min(qp.next_send, qp.last_sent + roce::wire_time(qp.last_frame, rate));
+  }
+}
+
+void HostNic::arm_cc_timer(SendQp& qp) {
+  const Time t = std::max(qp.cc->next_timer(), now());  // due while the QP was idle: now
+  if (t == Time::max() || t >= qp.cc_timer_at) return;
+  qp.cc_timer_at = t;
+  schedule_self(t, kCcTimer, static_cast<uint64_t>(&qp - send_qps_.data()));
+}
+
+void HostNic::send_control(PacketType type, const ReceiveQp& rq) {
+  Packet* a = pool_.acquire();
+  a->type = type;
+  a->flow = rq.flow;
+  a->src_host = static_cast<uint32_t>(host_);
+  a->dst_host = static_cast<uint32_t>(rq.src);
+  a->sender_qp = rq.sender_qp;
+  a->psn = rq.expected_psn;
+  a->ecmp_hash = rq.hash;
+  a->frame = roce::ack_frame();
+  a->priority = static_cast<uint8_t>(rq.priority);
+  a->dscp = static_cast<uint8_t>(rq.dscp);
+  a->sent = now();
+  ports_[0].enqueue(a);
+  pump();
+}
+
+void HostNic::on_ack(const Packet& p) {
+  SendQp& qp = send_qps_[p.sender_qp];
+  if (qp.done || p.psn <= qp.unacked_psn) return;
+  qp.unacked_psn = p.psn;
+  if (qp.next_psn < qp.unacked_psn) qp.next_psn = qp.unacked_psn;
+  qp.deadline = now() + config_.ack_timeout;
+  if (qp.cc) qp.cc->on_ack(now());
+  if (qp.connection) {
+    notify_acked_messages(qp);
+    if (qp.unacked_psn >= qp.packets && qp.active) {
+      qp.active = false;
+      rotation_.erase(std::find(rotation_.begin(), rotation_.end(), p.sender_qp));
+    }
+    return;
+  }
+  if (qp.unacked_psn >= qp.packets) {
+    complete(qp);
+    if (qp.active) {
+      qp.active = false;
+      const auto it = std::find(rotation_.begin(), rotation_.end(), p.sender_qp);
+      rotation_.erase(it);
+    }
+  }
+}
+
+// Tells the host about every message of a connection QP that is now wholly acknowledged.
+void HostNic::notify_acked_messages(SendQp& qp) {
+  while (qp.acked_messages < qp.messages.size() &&
+         qp.messages[qp.acked_messages].first <= qp.unacked_psn) {
+    notify_host(kNicMessageAcked, qp.flow.id, uint64_t{qp.acked_messages++} * qp.lanes + qp.lane);
+  }
+}
+
+void HostNic::complete(SendQp& qp) {
+  qp.done = true;
+  qp.record.completed = true;
+  qp.record.finish = now();
+  release_work();
+}
+
+void HostNic::on_nak(const Packet& p) {
+  SendQp& qp = send_qps_[p.sender_qp];
+  if (qp.done || p.psn < qp.unacked_psn) return;
+  qp.unacked_psn = p.psn;  // a NAK also acknowledges everything before it
+  qp.deadline = now() + config_.ack_timeout;
+  if (qp.connection) notify_acked_messages(qp);
+  go_back_to(qp, p.psn);
+  pump();
+}
+
+int64_t HostNic::connection_rate_cuts() const {
+  int64_t cuts = 0;
+  for (const SendQp& qp : send_qps_) {
+    if (qp.connection && qp.cc) cuts += qp.cc->state(now()).cuts;
+  }
+  return cuts;
+}
+
+void HostNic::collect(std::vector<FlowRecord>& records) const {
+  for (const SendQp& qp : send_qps_) {
+    if (qp.connection) continue;
+    FlowRecord& r = records[qp.flow.id];
+    const int64_t received = r.bytes_received;
+    const Time last = r.last_byte_received;
+    const int64_t cnps_sent = r.cnps_sent;
+    r = qp.record;
+    r.bytes_received = received;
+    r.last_byte_received = last;
+    r.cnps_sent = cnps_sent;
+    if (qp.cc) r.rate_cuts = qp.cc->state(now()).cuts;
+  }
+  for (const ReceiveQp& rq : receive_qps_) {
+    if (rq.connection) continue;
+    records[rq.flow].bytes_received = rq.bytes;
+    records[rq.flow].last_byte_received = rq.last_byte;
+    records[rq.flow].cnps_sent = rq.cnps;
+  }
+}
+
+}  // namespace fabtwin
