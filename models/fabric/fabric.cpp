@@ -12,19 +12,26 @@
 namespace fabtwin {
 
 namespace {
-const ParamGroup kRunParams{
+const BoundParams<RunConfig> kRunParams{
     "run",
     "run",
     "Run control",
     {
-        {"end", ParamType::Time, "\"1s\"",
-         "simulated time limit; a run also stops as soon as no traffic is left", "fabtwin"},
-        {"seed", ParamType::Integer, "1",
-         "seed of every random stream (ECMP source ports, traffic generators)", "fabtwin", "0.."},
-        {"threads", ParamType::Integer, "0",
-         "threads (partitions of the fabric) to simulate on; 0 = every hardware thread. Results "
-         "are identical for any number (--threads overrides)",
-         "fabtwin", "0..1024"},
+        BoundParams<RunConfig>::field(
+            &RunConfig::end,
+            {"end", ParamType::Time, "\"1s\"",
+             "simulated time limit; a run also stops as soon as no traffic is left", "fabtwin"}),
+        BoundParams<RunConfig>::field(
+            &RunConfig::seed,
+            {"seed", ParamType::Integer, "1",
+             "seed of every random stream (ECMP source ports, traffic generators)", "fabtwin",
+             "0.."}),
+        BoundParams<RunConfig>::field(
+            &RunConfig::threads,
+            {"threads", ParamType::Integer, "0",
+             "threads (partitions of the fabric) to simulate on; 0 = every hardware thread. "
+             "Results are identical for any number (--threads overrides)",
+             "fabtwin", "0..1024"}),
     }};
 const ParamGroup kOutputParams{
     "output",
@@ -121,19 +128,13 @@ std::vector<const ParamGroup*> all_param_groups() {
   for (const ParamGroup* g : traffic_param_groups()) groups.push_back(g);
   groups.push_back(&kCollectiveParams);
   for (const ParamGroup* g : collective_param_groups()) groups.push_back(g);
-  groups.push_back(&kRunParams);
+  groups.push_back(&kRunParams.group());
   groups.push_back(&kOutputParams);
   return groups;
 }
 
 RunConfig Fabric::read_run_config(const nlohmann::json& scenario) {
-  ParamReader r(section(scenario, "run"), "run", kRunParams);
-  RunConfig c;
-  c.end = r.time("end");
-  c.seed = static_cast<uint64_t>(r.integer("seed"));
-  c.threads = static_cast<int>(r.integer("threads"));
-  r.finish();
-  return c;
+  return kRunParams.read(section(scenario, "run"));
 }
 
 Fabric::~Fabric() = default;

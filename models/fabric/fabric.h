@@ -20,9 +20,9 @@
 namespace fabtwin {
 
 struct RunConfig {
-  Time end{};
-  uint64_t seed = 1;
-  int threads = 0;  // 0: every hardware thread
+  Time end;
+  uint64_t seed;
+  int threads;  // 0: every hardware thread
 };
 
 class Fabric {
