@@ -9,7 +9,7 @@ namespace {
 const ParamGroup kGpuParams{
     "gpu",
     "gpu",
-    "GPU nodes (collective traffic only)",
+    "GPU nodes (used by collective traffic; accepted without it)",
     {
         {"nvlink_rate", ParamType::Rate, "\"2960Gbps\"",
          "NVLink/NVSwitch data bandwidth of one GPU, each direction, after NVLink protocol "
@@ -256,7 +256,7 @@ CollectiveSpec read_spec(ParamReader& r, uint32_t generator, const Topology& t) 
 nccl::TuningInput tuning_input(const CollectiveSetup& setup, const Topology& t, uint32_t spec) {
   const CollectiveSpec& s = setup.specs[spec];
   double nic_gbs = 0;  // host link rate, GB/s
-  for (const TopologyLink& l : t.links) {
+  for (const Link& l : t.links) {
     if (l.a < t.hosts || l.b < t.hosts) {
       nic_gbs = static_cast<double>(l.rate.bps) / 8e9;
       break;
@@ -295,13 +295,6 @@ CollectiveSetup read_collectives(const nlohmann::json& scenario, const Topology&
       ParamReader r(g, "traffic[" + std::to_string(i) + "]", kCollectiveParams);
       r.choice("type");
       setup.specs.push_back(read_spec(r, static_cast<uint32_t>(i), t));
-    }
-  }
-  for (const char* key : {"gpu", "nccl"}) {
-    if (setup.specs.empty() && scenario.contains(key)) {
-      throw ScenarioError(key,
-                          "GPU and NCCL settings apply to collective traffic only; the "
-                          "scenario has no traffic of type collective");
     }
   }
   ParamReader gpu(section(scenario, "gpu"), "gpu", kGpuParams);

@@ -9,6 +9,7 @@
 #include <tuple>
 #include <vector>
 
+#include "models/collectives/collective_result.h"
 #include "models/collectives/nccl_plan.h"
 #include "models/fabric/topology.h"
 #include "sim/params.h"
@@ -65,13 +66,11 @@ struct CollectiveOp {
   nccl::PlanInput plan;  // algorithm and channels resolved
 };
 
-enum class LinkKind : uint8_t { NvLink, Net };
-
 // A one-way connection between two ranks of one generator on one channel.
 struct CollectiveConnection {
   uint32_t spec = 0;
   int src_rank = 0, dst_rank = 0, channel = 0;
-  LinkKind kind = LinkKind::NvLink;
+  CollectiveTransport transport = CollectiveTransport::NvLink;
   int src_host = -1, dst_host = -1;  // NICs (Net)
   std::vector<uint32_t> send_qps;    // at the source NIC, one per QP of the connection
   Time credit_latency{};             // a freed buffer slot reaching the sender

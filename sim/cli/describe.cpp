@@ -2,7 +2,7 @@
 
 #include <iostream>
 
-#include "models/fabric/fabric.h"
+#include "models/fabric/fabric_spec.h"
 
 namespace fabtwin {
 namespace {
