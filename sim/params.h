@@ -5,10 +5,10 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <type_traits>
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "sim/units.h"
@@ -133,12 +133,16 @@ class BoundParams {
   const ParamGroup& group() const { return group_; }
 
   Config read(const nlohmann::json& section, const std::string& path) const {
-    ParamReader r(section, path, group_);
     Config c{};
+    read_into(section, path, c);
+    return c;
+  }
+  // For a config that several sections fill (a switch's buffer, PFC, ECN and QoS).
+  void read_into(const nlohmann::json& section, const std::string& path, Config& c) const {
+    ParamReader r(section, path, group_);
     for (const Entry& e : entries_) e.read(r, c);
     if (check_) check_(r, c);
     r.finish();
-    return c;
   }
   Config read(const nlohmann::json& section) const { return read(section, group_.path); }
   Config defaults() const { return read(nlohmann::json()); }

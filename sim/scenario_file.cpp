@@ -60,17 +60,16 @@ nlohmann::json load_with_extends(const std::filesystem::path& file,
   doc.erase("extends");
   if (ext.is_string()) ext = nlohmann::json::array({ext});
   if (!ext.is_array() || ext.empty()) {
-    throw ScenarioError("extends",
-                        "expected the path of another scenario file, or a list of them, found " +
-                            json_text(ext));
+    throw ScenarioError(
+        "extends",
+        "expected the path of another scenario file, or a list of them, found " + json_text(ext));
   }
   // Bases apply in order, each over the ones before it; the extending file wins over all.
   nlohmann::json merged = nlohmann::json::object();
   for (size_t i = 0; i < ext.size(); ++i) {
     if (!ext[i].is_string()) {
       throw ScenarioError("extends[" + std::to_string(i) + "]",
-                          "expected the path of another scenario file, found " +
-                              json_text(ext[i]));
+                          "expected the path of another scenario file, found " + json_text(ext[i]));
     }
     std::vector<std::filesystem::path> branch = chain;
     merge_into(merged, load_with_extends(file.parent_path() / ext[i].get<std::string>(), branch));

@@ -99,11 +99,9 @@ TEST_CASE("every built-in topology has tiers; rail-optimized nodes carry their r
   check_peers(leaf_spine.topology);
   const FabricSpec star = resolve(kStar);
   CHECK(tier_counts(star.topology).at(Tier::Leaf) == 1);
-  const FabricSpec rail = resolve({{"topology",
-                                    {{"type", "rail_optimized"},
-                                     {"nodes", 2},
-                                     {"gpus_per_node", 4},
-                                     {"spines", 1}}}});
+  const FabricSpec rail =
+      resolve({{"topology",
+                {{"type", "rail_optimized"}, {"nodes", 2}, {"gpus_per_node", 4}, {"spines", 1}}}});
   const Topology& t = rail.topology;
   check_peers(t);
   for (int h = 0; h < t.hosts; ++h) {
@@ -133,16 +131,17 @@ TEST_CASE("an extends list applies in order, later files and the extending file 
                                  "fabric": {"ecn": {"kmin": "10KB"}}})");
   write_temp("calibrated.json", R"({"run": {"seed": 5},
                                     "fabric": {"ecn": {"kmax": "300KB"}}})");
-  const fs::path child = write_temp("layered.json", R"({"extends": ["base_a.json", "calibrated.json"],
+  const fs::path child =
+      write_temp("layered.json", R"({"extends": ["base_a.json", "calibrated.json"],
                                                          "run": {"end": "3ms"}})");
   const FabricSpec spec = FabricSpec::resolve(load_scenario(child));
-  CHECK(spec.run.seed == 5);                          // calibrated.json over base_a.json
-  CHECK(spec.run.end == Time{3'000'000'000});         // the extending file over both
-  CHECK(spec.switches.red.kmin == 10'000);            // only base_a.json sets it
-  CHECK(spec.switches.red.kmax == 300'000);           // only calibrated.json sets it
+  CHECK(spec.run.seed == 5);                   // calibrated.json over base_a.json
+  CHECK(spec.run.end == Time{3'000'000'000});  // the extending file over both
+  CHECK(spec.switches.red.kmin == 10'000);     // only base_a.json sets it
+  CHECK(spec.switches.red.kmax == 300'000);    // only calibrated.json sets it
   const fs::path bad = write_temp("bad_list.json", R"({"extends": ["base_a.json", 7]})");
-  CHECK_THROWS_WITH(load_scenario(bad), Catch::Contains("extends[1]") &&
-                                            Catch::Contains("expected the path"));
+  CHECK_THROWS_WITH(load_scenario(bad),
+                    Catch::Contains("extends[1]") && Catch::Contains("expected the path"));
 }
 
 TEST_CASE("gpu and nccl sections are accepted without collective traffic, and still checked",
@@ -166,12 +165,13 @@ TEST_CASE("fabric.ecn keys shadowed by by_rate for every port speed are an error
   s["fabric"]["ecn"].erase("kmin");
   CHECK(error_of(s) == "(no error)");
   // A port speed that by_rate does not list still uses the default marking.
-  nlohmann::json ls = {{"topology", {{"type", "leaf_spine"}, {"uplink_rate", "400Gbps"}}},
-                       {"fabric", {{"ecn", {{"kmin", "20KB"},
-                                            {"by_rate", {{"100Gbps", kRate100}}}}}}}};
+  nlohmann::json ls = {
+      {"topology", {{"type", "leaf_spine"}, {"uplink_rate", "400Gbps"}}},
+      {"fabric", {{"ecn", {{"kmin", "20KB"}, {"by_rate", {{"100Gbps", kRate100}}}}}}}};
   CHECK(error_of(ls) == "(no error)");
   ls["fabric"]["ecn"]["by_rate"]["400Gbps"] = kRate100;
-  CHECK_THAT(error_of(ls), Catch::Contains("fabric.ecn.by_rate.100Gbps, fabric.ecn.by_rate.400Gbps"));
+  CHECK_THAT(error_of(ls),
+             Catch::Contains("fabric.ecn.by_rate.100Gbps, fabric.ecn.by_rate.400Gbps"));
 }
 
 TEST_CASE("the Ethernet port MTU is separate from the RoCE payload", "[spec]") {
@@ -179,9 +179,9 @@ TEST_CASE("the Ethernet port MTU is separate from the RoCE payload", "[spec]") {
   CHECK(resolve(kStar).switches.headroom_mtu == roce::data_frame(4096, true));
   // A jumbo port MTU: the headroom allows for a 9216-byte IP packet plus Ethernet framing.
   CHECK(resolve(kStar, {"fabric.link.mtu=9216B"}).switches.headroom_mtu == 9216 + 18);
-  CHECK_THAT(error_of(kStar, {"fabric.link.mtu=1500B"}),
-             Catch::Contains("fabric.link.mtu") && Catch::Contains("at least 4.156KB") &&
-                 Catch::Contains("nic.mtu"));
+  CHECK_THAT(error_of(kStar, {"fabric.link.mtu=1500B"}), Catch::Contains("fabric.link.mtu") &&
+                                                             Catch::Contains("at least 4.156KB") &&
+                                                             Catch::Contains("nic.mtu"));
   CHECK(error_of(kStar, {"fabric.link.mtu=1500B", "nic.mtu=1024B"}) == "(no error)");
   CHECK_THAT(error_of(kStar, {"fabric.link.mtu=10000B"}), Catch::Contains("1500B to 9216B"));
 }

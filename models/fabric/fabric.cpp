@@ -94,8 +94,7 @@ Fabric::Fabric(FabricSpec spec, int threads, Transport* transport)
       sim_->add(std::move(nic));
     } else {
       PacketPool& pool = pools_[partitioning_.partition_of[v]];
-      auto sw = std::make_unique<Switch>(node.name, pool, spec_.routes.table(v), v,
-                                         spec_.switches);
+      auto sw = std::make_unique<Switch>(node.name, pool, spec_.routes.table(v), v, spec_.switches);
       switches_.push_back(sw.get());
       sim_->add(std::move(sw));
     }
@@ -120,8 +119,8 @@ Fabric::Fabric(FabricSpec spec, int threads, Transport* transport)
         nics.push_back(static_cast<ComponentId>(host));
         nics_[host]->set_host(ids[v]);
       }
-      auto node = std::make_unique<GpuNode>("node" + std::to_string(v), v, spec_.collectives, topology,
-                                            ids, nics);
+      auto node = std::make_unique<GpuNode>("node" + std::to_string(v), v, spec_.collectives,
+                                            topology, ids, nics);
       gpu_nodes_.push_back(node.get());
       sim_->add(std::move(node));
       const int anchor = v * topology.nics_per_node + v % topology.nics_per_node;
@@ -218,7 +217,8 @@ RunResult Fabric::run(const Simulator::Progress& progress) {
   }
   GpuNodeRecords collective_records;
   for (const GpuNode* node : gpu_nodes_) collective_records.append(node->records());
-  if (!spec_.collectives.empty() && !sim_->distributed()) collect_collectives(r, collective_records);
+  if (!spec_.collectives.empty() && !sim_->distributed())
+    collect_collectives(r, collective_records);
   std::stable_sort(r.rate_samples.begin(), r.rate_samples.end(),
                    [](const RateSampleRecord& a, const RateSampleRecord& b) {
                      return a.time < b.time || (a.time == b.time && a.flow < b.flow);
@@ -234,7 +234,9 @@ RunResult Fabric::run(const Simulator::Progress& progress) {
       rec.node = spec_.topology.nodes[v].name;
       rec.switch_port = spec_.topology.nodes[v].kind == NodeKind::Switch;
       rec.port = p;
-      rec.peer = spec_.topology.nodes[spec_.topology.peer(static_cast<int>(v), static_cast<int>(p)).node].name;
+      rec.peer =
+          spec_.topology.nodes[spec_.topology.peer(static_cast<int>(v), static_cast<int>(p)).node]
+              .name;
       rec.rate = port.rate;
       rec.busy_time = port.busy_time;
       rec.counters = port.counters;

@@ -239,8 +239,7 @@ FabricSpec FabricSpec::resolve(const ScenarioDocument& doc) {
   nic.pause_quanta = spec.switches.pause_quanta;
   nic.dcqcn = read_dcqcn_config(root, nic.dcqcn_config);
   nic.rate_sample_interval = spec.output.rate_sample_interval;
-  spec.congestion_control =
-      nic.dcqcn ? "dcqcn (" + nic.dcqcn_config.profile + " profile)" : "none";
+  spec.congestion_control = nic.dcqcn ? "dcqcn (" + nic.dcqcn_config.profile + " profile)" : "none";
 
   spec.flows = generate_traffic(root, spec.topology, spec.run.seed, doc.dir);
   spec.collectives = read_collectives(root, spec.topology);

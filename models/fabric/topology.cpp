@@ -105,8 +105,7 @@ Topology build_leaf_spine(int leaves, int spines, int hosts_per_leaf, BitsPerSec
     t.add_node(Tier::Host, "host" + std::to_string(h));
   }
   std::vector<int> leaf(leaves), spine(spines);
-  for (int l = 0; l < leaves; ++l)
-    leaf[l] = t.add_node(Tier::Leaf, "leaf" + std::to_string(l));
+  for (int l = 0; l < leaves; ++l) leaf[l] = t.add_node(Tier::Leaf, "leaf" + std::to_string(l));
   for (int s = 0; s < spines; ++s) {
     spine[s] = t.add_node(Tier::Spine, "spine" + std::to_string(s));
   }

@@ -47,7 +47,7 @@ struct Topology {
   int hosts = 0;
   double oversubscription = 1.0;  // host-facing over uplink capacity at the first tier
   int gpus_per_node = 1;
-  int nics_per_node = 1;  // divides gpus_per_node
+  int nics_per_node = 1;     // divides gpus_per_node
   int64_t ethernet_mtu = 0;  // fabric.link.mtu: IP packet bytes a port carries; 0 = auto
 
   int gpu_nodes() const { return hosts / nics_per_node; }
