@@ -81,14 +81,8 @@ class NetworkNode : public Component {
   // XON and when the refresh timer (pause_handlers_.refresh) fires; PFC frames received at
   // `port` go to receive_pause(), the expiry timer (pause_handlers_.expired) to pause_expired().
   // A port that may send again is handed to on_transmit_done().
-  void pause_upstream(uint32_t port, PauseSender& sender, int priority) {
-    sender.start(ports_[port], priority);
-    send_pause(port, sender, priority, true);
-  }
-  void resume_upstream(uint32_t port, PauseSender& sender, int priority) {
-    sender.stop(priority);
-    send_pause(port, sender, priority, false);
-  }
+  void pause_upstream(uint32_t port, PauseSender& sender, int priority);
+  void resume_upstream(uint32_t port, PauseSender& sender, int priority);
   // Re-sends XOFF for every priority still paused, or XON where `should_resume(priority)`.
   template <class ShouldResume>
   void refresh_pauses(uint32_t port, PauseSender& sender, ShouldResume should_resume) {
@@ -100,16 +94,8 @@ class NetworkNode : public Component {
       send_pause(port, sender, prio, !resume);
     }
   }
-  void receive_pause(uint32_t port, const Packet& f) {
-    if (const Time until = PauseReceiver::apply(ports_[port], f, now()); until > now()) {
-      schedule_self(until, make_kind(pause_handlers_.expired, port), f.priority);
-    } else {
-      on_transmit_done(port);
-    }
-  }
-  void pause_expired(uint32_t port, int priority) {
-    if (PauseReceiver::expire(ports_[port], priority, now())) on_transmit_done(port);
-  }
+  void receive_pause(uint32_t port, const Packet& f);
+  void pause_expired(uint32_t port, int priority);
 
   // Sends the head of queue `priority` of `port`.
   void transmit_queued(uint32_t port_index, int priority) {
@@ -145,16 +131,7 @@ class NetworkNode : public Component {
   std::vector<EgressPort> ports_;
 
  private:
-  void send_pause(uint32_t port, PauseSender& sender, int priority, bool xoff) {
-    if (sender.send(ports_[port], priority, xoff)) {
-      schedule_self(now() + sender.refresh_interval(), make_kind(pause_handlers_.refresh, port), 0);
-    }
-    if (port_free(port)) {
-      on_transmit_done(port);
-    } else {
-      request_transmit_done(port);
-    }
-  }
+  void send_pause(uint32_t port, PauseSender& sender, int priority, bool xoff);
 
   PauseHandlers pause_handlers_;
 };

@@ -25,7 +25,7 @@ class PauseSender {
   PauseSender() = default;
   // Sends XOFF frames of `quanta` and refreshes them every `refresh_interval`.
   PauseSender(int quanta, Time refresh_interval)
-      : quanta_(quanta), refresh_interval_(refresh_interval) {}
+      : refresh_interval_(refresh_interval), quanta_(quanta) {}
 
   bool pausing(int priority) const { return pausing_ >> priority & 1; }
   Time refresh_interval() const { return refresh_interval_; }
@@ -45,8 +45,8 @@ class PauseSender {
   void refresh_fired() { refresh_scheduled_ = false; }
 
  private:
-  int quanta_ = pfc::kMaxQuanta;
   Time refresh_interval_{};
+  int quanta_ = pfc::kMaxQuanta;
   uint8_t pausing_ = 0;  // bit p: priority p is XOFF'ed upstream and not yet XON'ed
   bool refresh_scheduled_ = false;
 };
