@@ -35,7 +35,14 @@ struct Packet {
   uint32_t message = 0;       // connection QPs: on a message's last packet, 1 + its index on the QP
   Time sent{};                // when the NIC put it on the wire
   Packet* next_free = nullptr;
+
+  // A PFC frame (type Pause) carries the pause time it asks for, in quanta (0: XON), where a
+  // RoCE packet carries its PSN.
+  uint16_t pause_quanta() const { return static_cast<uint16_t>(psn); }
+  void set_pause_quanta(uint16_t quanta) { psn = quanta; }
 };
+// A packet is one cache line; a new field must take the place of an old one.
+static_assert(sizeof(Packet) == 64);
 
 // Packets are recycled through a free list; chunks are never returned until the pool dies,
 // so steady state allocates nothing per packet. Each partition has its own pool; a packet that

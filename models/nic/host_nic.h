@@ -1,15 +1,18 @@
-// A host's RoCEv2 NIC with reliable-connected queue pairs. As requester it segments each
-// message into MTU-sized packets, paces them at the line (or the QP's) rate and recovers
-// losses go-back-N on a NAK or a timeout; as responder it delivers in order and ACKs.
+// A host's RoCEv2 NIC: one port, reliable-connected queue pairs (queue_pair.h) served round
+// robin at the line (or each QP's) rate, DCQCN's reaction point per requester QP and its
+// notification point (notification_point.h), and a receive buffer that may pause the link
+// (receive_buffer.h). The NIC schedules the events of its parts and puts their packets on the
+// wire: control frames first, then responder ACKs/NAKs and CNPs, then data.
 #pragma once
 
 #include <vector>
 
-#include <memory>
-
 #include "models/cc/dcqcn.h"
-#include "models/traffic/flow.h"
 #include "models/net/network_node.h"
+#include "models/nic/notification_point.h"
+#include "models/nic/queue_pair.h"
+#include "models/nic/receive_buffer.h"
+#include "models/traffic/flow.h"
 #include "sim/params.h"
 
 namespace fabtwin {
@@ -36,12 +39,7 @@ struct NicConfig {
   Time host_latency{};
 };
 
-// Events a NIC sends to its host (the GPU node component) about connection QPs; data =
-// connection << 32 | the message's sequence number on the connection.
-inline constexpr uint32_t kNicMessageArrived = 0x40;  // in order, all of it, at the responder
-inline constexpr uint32_t kNicMessageAcked = 0x41;    // acknowledged, at the requester
-// The event a host sends to its NIC to post a message on a connection QP (see post_data()).
-inline constexpr uint32_t kNicPostMessage = 0x42;
+// The data of a kNicPostMessage event (handlers.h): post `bytes` on connection QP `qp`.
 inline uint64_t post_data(uint32_t qp, int64_t bytes) {
   return static_cast<uint64_t>(qp) << 40 | static_cast<uint64_t>(bytes);
 }
@@ -90,98 +88,36 @@ class HostNic final : public NetworkNode {
   void on_timer(const Event& e) override;
 
  private:
-  // The ACK timer is background: it is usually cancelled by progress, so an incomplete flow
-  // holds the run open instead (hold_work) until it completes.
-  enum Handler : uint32_t {
-    kFlowStart = kFirstModelHandler,
-    kPacingWake,
-    kPauseExpired,
-    kRxDrained,       // the head of the receive buffer has been processed
-    kRxPauseRefresh,  // re-send XOFF while the receive buffer stays full
-    kCcTimer,         // data = send QP whose congestion control asked for a callback
-    kAckTimeout = kBackgroundHandler | kFirstModelHandler,
-    kRateSample,
-  };
-
-  struct SendQp {
-    FlowSpec flow;
-    uint32_t packets = 0;  // PSNs 0 .. packets-1
-    uint32_t receiver_qp = 0;
-    uint32_t hash = 0;         // 5-tuple hash with this QP's UDP source port
-    int priority = 0;          // egress priority (from the flow's DSCP)
-    uint32_t next_psn = 0;     // next PSN to send
-    uint32_t unacked_psn = 0;  // oldest PSN not yet acknowledged
-    bool active = false;       // in the send rotation
-    bool done = false;
-    bool timer_scheduled = false;
-    Time deadline{};     // retransmit if no progress by then
-    Time next_send{};    // pacing: earliest time of the next packet
-    Time last_sent{};    // when the last data packet went out
-    int last_frame = 0;  // and its frame bytes
-    BitsPerSec rate{};   // current sending rate (line rate unless a CC lowers it)
-    std::unique_ptr<CongestionControl> cc;  // null: no congestion control
-    Time cc_timer_at = Time::max();         // a kCcTimer event is pending for this time
-    bool started = false;
-    FlowRecord record;
-    // Connection QPs only: the messages posted so far (one past the last PSN of each, and the
-    // payload of that last packet), the one holding next_psn, and how many are acknowledged.
-    bool connection = false;
-    uint32_t lane = 0, lanes = 1;
-    std::vector<std::pair<uint32_t, int32_t>> messages;
-    uint32_t cursor = 0;
-    uint32_t acked_messages = 0;
-  };
-  struct ReceiveQp {
-    uint32_t flow = 0;
-    int src = 0;
-    uint32_t sender_qp = 0;
-    uint32_t packets = 0;
-    uint32_t hash = 0;
-    int dscp = 0;
-    int priority = 0;
-    uint32_t expected_psn = 0;
-    bool nak_outstanding = false;
-    int64_t bytes = 0;
-    Time last_byte{};
-    bool cnp_sent = false;  // notification point: a CNP has been sent, at last_cnp
-    Time last_cnp{};
-    int64_t cnps = 0;
-    bool connection = false;  // `flow` is then the connection id
-    uint32_t lane = 0, lanes = 1;
-  };
-
-  void complete(SendQp& qp);
+  void complete(RequesterQp& qp);
   void receive_data(Packet* p);
   void on_cnp(const Packet& p);
-  void notify_congestion(ReceiveQp& rq);
-  void arm_cc_timer(SendQp& qp);
-  void update_rate(SendQp& qp);
-  void send_rx_pause(int priority, bool xoff);
+  void send_cnp(const ResponderQp& rq);
+  void arm_cc_timer(RequesterQp& qp);
   void pump();
   bool send_next_data_packet();
   void activate(uint32_t qp);
+  void leave_rotation(RequesterQp& qp, uint32_t index);
   void on_data(Packet* p);
   void on_ack(const Packet& p);
   void on_nak(const Packet& p);
-  void send_control(PacketType type, const ReceiveQp& rq);
-  void arm_timer(SendQp& qp);
-  void go_back_to(SendQp& qp, uint32_t psn);
+  void send_reply(PacketType type, const ResponderQp& rq);
+  void arm_timer(RequesterQp& qp);
+  void go_back_to(RequesterQp& qp, uint32_t psn);
   void post_message(uint32_t qp, int64_t bytes);
   void notify_host(uint32_t kind, uint32_t connection, uint64_t sequence);
-  void notify_acked_messages(SendQp& qp);
+  void notify_acked_messages(RequesterQp& qp);
 
   int host_;
   NicConfig config_;
-  std::vector<SendQp> send_qps_;
-  std::vector<ReceiveQp> receive_qps_;
+  NotificationPoint notification_point_;
+  std::vector<RequesterQp> send_qps_;
+  std::vector<ResponderQp> receive_qps_;
   std::vector<uint32_t> start_order_;  // send QPs by (start, flow id)
   size_t next_start_ = 0;
   std::vector<uint32_t> rotation_;  // active send QPs, served round robin
   size_t rotation_next_ = 0;
   Time wake_at_ = Time::max();  // a pacing wake-up is scheduled for this time
-  PacketFifo rx_buffer_;        // arrivals waiting to be drained (rx_drain_rate set)
-  uint8_t rx_pausing_ = 0;      // bit p: this NIC has XOFF'ed priority p upstream
-  bool rx_refresh_scheduled_ = false;
+  ReceiveBuffer rx_buffer_;
   std::vector<RateSample> rate_samples_;
   std::vector<std::pair<unsigned __int128, size_t>> sample_events_;  // for undoing
   int64_t data_packets_sent_ = 0;

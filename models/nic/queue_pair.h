@@ -1,0 +1,243 @@
+// The two ends of a reliable-connected (RC) queue pair. The requester segments each message
+// into MTU-sized packets, paces them at its rate and recovers losses go-back-N on a NAK or a
+// timeout; the responder checks PSNs, delivers in order and answers with ACKs and NAKs.
+// Both ends are state and rules only: the NIC owning them schedules their events and puts their
+// packets on the wire.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "models/cc/congestion_control.h"
+#include "models/net/packet.h"
+#include "models/net/roce_framing.h"
+#include "models/nic/notification_point.h"
+#include "models/traffic/flow.h"
+
+namespace fabtwin {
+
+// Packets of `bytes` split at `mtu` payload bytes (0 for an empty flow).
+inline uint32_t packets_of(int64_t bytes, int64_t mtu) {
+  return static_cast<uint32_t>((bytes + mtu - 1) / mtu);
+}
+
+// The sending end. A flow QP sends one message (its flow); a connection QP (one of `lanes` QPs
+// of a persistent connection) sends the messages its host posts, and reports them acknowledged.
+struct RequesterQp {
+  FlowSpec flow;
+  uint32_t packets = 0;  // PSNs 0 .. packets-1
+  uint32_t receiver_qp = 0;
+  uint32_t hash = 0;         // 5-tuple hash with this QP's UDP source port
+  int priority = 0;          // egress priority (from the flow's DSCP)
+  uint32_t next_psn = 0;     // next PSN to send
+  uint32_t unacked_psn = 0;  // oldest PSN not yet acknowledged
+  bool active = false;       // in the NIC's send rotation
+  bool done = false;
+  bool timer_scheduled = false;
+  Time deadline{};                        // retransmit if no progress by then
+  Time next_send{};                       // pacing: earliest time of the next packet
+  Time last_sent{};                       // when the last data packet went out
+  int last_frame = 0;                     // and its frame bytes
+  BitsPerSec rate{};                      // current sending rate (line rate unless a CC lowers it)
+  std::unique_ptr<CongestionControl> cc;  // null: no congestion control
+  Time cc_timer_at = Time::max();         // a CC timer event is pending for this time
+  bool started = false;
+  FlowRecord record;
+  // Connection QPs only: the messages posted so far (one past the last PSN of each, and the
+  // payload of that last packet), the one holding next_psn, and how many are acknowledged.
+  bool connection = false;
+  uint32_t lane = 0, lanes = 1;
+  std::vector<std::pair<uint32_t, int32_t>> messages;
+  uint32_t cursor = 0;
+  uint32_t acked_messages = 0;
+
+  bool all_sent() const { return next_psn >= packets; }
+  bool all_acked() const { return unacked_psn >= packets; }
+
+  // A message of `bytes` (an RDMA WRITE; an empty one is still one packet) joins the queue.
+  void post_message(int64_t bytes, int64_t mtu, Time now, Time ack_timeout);
+  // Segmentation: fills `p` as the data packet of the next PSN (`index`: this QP's index).
+  void write_next_packet(Packet& p, uint32_t index, int host, int64_t mtu);
+  // Data packet `p` went on the wire at `now`: the timeout restarts for the oldest PSN, the
+  // congestion control hears of it, and pacing sets the earliest time of the next packet.
+  void on_packet_sent(const Packet& p, Time now, Time ack_timeout, BitsPerSec line_rate);
+  // Takes the congestion control's new rate. The pacing gap of the last packet is re-timed at
+  // the new rate, so a queue pair cut deep and then recovered does not wait out a gap computed
+  // at the old rate.
+  void update_rate(Time now);
+  // When a CC timer event is to be scheduled, or Time::max() if none (one is pending earlier).
+  Time cc_timer_due(Time now);
+  // Go-back-N: the next packet sent is `psn` (what was sent past it counts as retransmitted).
+  void go_back_to(uint32_t psn);
+  // An ACK (`psn` = the next PSN the responder expects): false if it acknowledges nothing new.
+  bool on_ack(uint32_t psn, Time now, Time ack_timeout);
+  // A NAK (a sequence error at `psn`): false if stale; else it acknowledges what precedes
+  // `psn` and rewinds to it.
+  bool on_nak(uint32_t psn, Time now, Time ack_timeout);
+  // The next message of a connection QP that is now wholly acknowledged: true and its
+  // sequence number on the connection, or false when none is.
+  bool take_acked_message(uint64_t& sequence);
+};
+
+// The receiving end: PSN check, in-order delivery, and the ACK or NAK to answer with.
+struct ResponderQp {
+  uint32_t flow = 0;
+  int src = 0;
+  uint32_t sender_qp = 0;
+  uint32_t packets = 0;
+  uint32_t hash = 0;
+  int dscp = 0;
+  int priority = 0;
+  uint32_t expected_psn = 0;
+  bool nak_outstanding = false;
+  int64_t bytes = 0;
+  Time last_byte{};
+  NotificationPoint::QpState congestion;  // the notification point's memory of this QP
+  bool connection = false;                // `flow` is then the connection id
+  uint32_t lane = 0, lanes = 1;
+
+  // What a data packet asks of the NIC.
+  struct Response {
+    bool message_arrived = false;  // a connection message is complete, in order
+    uint64_t sequence = 0;         // its sequence number on the connection
+    bool reply = false;            // send `reply_type`
+    PacketType reply_type = PacketType::Ack;
+  };
+  // The PSN check of data packet `p` arriving at `now`: in order it is delivered and ACKed
+  // every `ack_every` packets, at the end and at a message's end; ahead of the expected PSN it
+  // is NAKed once per gap; behind it (a duplicate) it is re-acknowledged.
+  Response on_data(const Packet& p, Time now, int ack_every);
+  // Addresses `a` (sent by `host`) to the requester of this QP.
+  void address_reply(Packet& a, int host) const;
+  // Fills `a` as an ACK or NAK carrying the next expected PSN.
+  void write_reply(Packet& a, PacketType type, int host) const;
+};
+
+// The per-packet operations are inline: they run for every packet a NIC sends or receives.
+
+inline void RequesterQp::write_next_packet(Packet& p, uint32_t index, int host, int64_t mtu) {
+  const uint32_t psn = next_psn++;
+  p.type = PacketType::Data;
+  p.flow = flow.id;
+  p.src_host = static_cast<uint32_t>(host);
+  p.dst_host = static_cast<uint32_t>(flow.dst);
+  p.sender_qp = index;
+  p.receiver_qp = receiver_qp;
+  p.psn = psn;
+  p.ecmp_hash = hash;
+  bool first = psn == 0;
+  if (connection) {
+    // The message holding this PSN (a go-back-N rewind may move back over several).
+    if (cursor > 0 && psn < messages[cursor - 1].first) {
+      cursor = static_cast<uint32_t>(
+          std::upper_bound(messages.begin(), messages.end(), psn,
+                           [](uint32_t v, const auto& m) { return v < m.first; }) -
+          messages.begin());
+    }
+    while (messages[cursor].first <= psn) ++cursor;
+    const auto [end, last_payload] = messages[cursor];
+    first = psn == (cursor == 0 ? 0 : messages[cursor - 1].first);
+    p.payload = psn + 1 == end ? last_payload : static_cast<int32_t>(mtu);
+    if (psn + 1 == end) p.message = cursor + 1;
+  } else {
+    const int64_t offset = static_cast<int64_t>(psn) * mtu;
+    p.payload = static_cast<int32_t>(std::min<int64_t>(mtu, flow.size.count - offset));
+  }
+  p.frame = roce::data_frame(p.payload, first);
+  p.priority = static_cast<uint8_t>(priority);
+  p.dscp = static_cast<uint8_t>(flow.dscp);
+  p.ecn = Ecn::Ect0;
+}
+
+inline void RequesterQp::on_packet_sent(const Packet& p, Time now, Time ack_timeout,
+                                        BitsPerSec line_rate) {
+  if (unacked_psn == p.psn) deadline = now + ack_timeout;
+  if (cc) {
+    cc->on_packet_sent(p.frame, now);
+    update_rate(now);
+  }
+  last_sent = now;
+  last_frame = p.frame;
+  if (rate < line_rate) next_send = now + roce::wire_time(p.frame, rate);
+  ++record.packets_sent;
+}
+
+inline void RequesterQp::update_rate(Time now) {
+  const BitsPerSec r = cc->rate();
+  if (r == rate) return;
+  rate = r;
+  if (next_send > now && last_frame > 0) {
+    next_send = std::min(next_send, last_sent + roce::wire_time(last_frame, r));
+  }
+}
+
+inline Time RequesterQp::cc_timer_due(Time now) {
+  const Time t = std::max(cc->next_timer(), now);  // due while the QP was idle: now
+  if (t == Time::max() || t >= cc_timer_at) return Time::max();
+  cc_timer_at = t;
+  return t;
+}
+
+inline bool RequesterQp::on_ack(uint32_t psn, Time now, Time ack_timeout) {
+  if (done || psn <= unacked_psn) return false;
+  unacked_psn = psn;
+  if (next_psn < unacked_psn) next_psn = unacked_psn;
+  deadline = now + ack_timeout;
+  if (cc) cc->on_ack(now);
+  return true;
+}
+
+inline bool RequesterQp::on_nak(uint32_t psn, Time now, Time ack_timeout) {
+  if (done || psn < unacked_psn) return false;
+  unacked_psn = psn;  // a NAK also acknowledges everything before it
+  deadline = now + ack_timeout;
+  return true;
+}
+
+inline ResponderQp::Response ResponderQp::on_data(const Packet& p, Time now, int ack_every) {
+  Response r;
+  if (p.psn == expected_psn) {
+    ++expected_psn;
+    bytes += p.payload;
+    nak_outstanding = false;
+    if (expected_psn == packets) last_byte = now;
+    if (connection && p.message != 0) {
+      r.message_arrived = true;
+      r.sequence = uint64_t{p.message - 1} * lanes + lane;
+    }
+    r.reply = expected_psn % static_cast<uint32_t>(ack_every) == 0 || expected_psn == packets ||
+              p.message != 0;
+  } else if (p.psn > expected_psn) {
+    // Sequence error: one NAK per gap (IB responder behaviour); the requester goes back.
+    if (!nak_outstanding) {
+      nak_outstanding = true;
+      r.reply = true;
+      r.reply_type = PacketType::Nak;
+    }
+  } else {
+    r.reply = true;  // duplicate: re-acknowledge what we have
+  }
+  return r;
+}
+
+inline void ResponderQp::address_reply(Packet& a, int host) const {
+  a.flow = flow;
+  a.src_host = static_cast<uint32_t>(host);
+  a.dst_host = static_cast<uint32_t>(src);
+  a.sender_qp = sender_qp;
+  a.ecmp_hash = hash;
+}
+
+inline void ResponderQp::write_reply(Packet& a, PacketType type, int host) const {
+  address_reply(a, host);
+  a.type = type;
+  a.psn = expected_psn;
+  a.frame = roce::ack_frame();
+  a.priority = static_cast<uint8_t>(priority);
+  a.dscp = static_cast<uint8_t>(dscp);
+}
+
+}  // namespace fabtwin
