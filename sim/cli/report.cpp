@@ -9,6 +9,7 @@
 
 #include "sim/cli/atomic_file.h"
 #include "sim/cli/nccl_table.h"
+#include "sim/cli/record_columns.h"
 #include "sim/statistics.h"
 
 namespace fabtwin {
@@ -217,39 +218,18 @@ nlohmann::json json_report(const RunResult& r) {
                 {"goodput_p50_bps", f.goodput_p50_bps},
                 {"goodput_max_bps", f.goodput_max_bps}};
   nlohmann::json flows = nlohmann::json::array();
-  for (const FlowRecord& fl : r.flows) {
-    flows.push_back({{"id", fl.spec.id},
-                     {"src", fl.spec.src},
-                     {"dst", fl.spec.dst},
-                     {"size_bytes", fl.spec.size.count},
-                     {"start_ps", fl.spec.start.ps},
-                     {"completed", fl.completed},
-                     {"fct_ps", fl.completed ? fl.fct().ps : -1},
-                     {"goodput_bps", fl.completed ? fl.goodput_bps() : 0.0},
-                     {"packets_retransmitted", fl.packets_retransmitted},
-                     {"timeouts", fl.timeouts},
-                     {"cnps_sent", fl.cnps_sent},
-                     {"cnps_received", fl.cnps_received},
-                     {"rate_cuts", fl.rate_cuts}});
-  }
+  const auto flow_columns = columns_of<FlowRecord>();
+  for (const FlowRecord& fl : r.flows) flows.push_back(record_json(flow_columns, fl));
   j["flow_records"] = std::move(flows);
   nlohmann::json ports = nlohmann::json::array();
+  const auto port_columns = columns_of<PortRecord>();
   for (const PortRecord& p : r.ports) {
     if (p.tx_packets() == 0 && p.drops() == 0 && p.total(&PriorityCounters::pause_sent) == 0)
       continue;
-    ports.push_back({{"node", p.node},
-                     {"port", p.port},
-                     {"peer", p.peer},
-                     {"tx_packets", p.tx_packets()},
-                     {"tx_bytes", p.tx_bytes()},
-                     {"drops", p.drops()},
-                     {"max_queue_bytes", p.max_queue_bytes()},
-                     {"ecn_marks", p.total(&PriorityCounters::ecn_marks)},
-                     {"xoff_sent", p.total(&PriorityCounters::pause_sent)},
-                     {"xoff_received", p.total(&PriorityCounters::pause_received)},
-                     {"paused_ps", p.total(&PriorityCounters::paused_time).ps},
-                     {"cnp_sent", p.total(&PriorityCounters::cnp_sent)},
-                     {"cnp_received", p.total(&PriorityCounters::cnp_received)}});
+    nlohmann::json port = record_json(port_columns, p);
+    port["xoff_sent"] = port["pause_sent"];  // the names these two had before pause_sent and
+    port["xoff_received"] = port["pause_received"];  // pause_received, kept for readers
+    ports.push_back(std::move(port));
   }
   j["ports"] = {{"drops", f.drops},
                 {"drops_egress_limit", f.drops_egress},
@@ -277,25 +257,8 @@ nlohmann::json json_report(const RunResult& r) {
                  {"data_packets_per_second", f.data_packets_per_second}};
   if (!r.collectives.empty()) {
     nlohmann::json collectives = nlohmann::json::array();
-    for (const CollectiveRow& c : r.collectives) {
-      collectives.push_back({{"generator", c.generator},
-                             {"op", c.op},
-                             {"algorithm", c.algorithm},
-                             {"protocol", c.protocol},
-                             {"size", c.size},
-                             {"count", c.count},
-                             {"type", c.type},
-                             {"redop", nccl_redop_text(c.op, c.redop)},
-                             {"root", c.root},
-                             {"ranks", c.ranks},
-                             {"channels", c.channels},
-                             {"iterations", c.iterations},
-                             {"time_us", c.time_us},
-                             {"algbw", c.algbw},
-                             {"busbw", c.busbw},
-                             {"start_ps", c.start.ps},
-                             {"end_ps", c.end.ps}});
-    }
+    const auto columns = columns_of<CollectiveRow>();
+    for (const CollectiveRow& c : r.collectives) collectives.push_back(record_json(columns, c));
     j["collectives"] = std::move(collectives);
   }
   return j;
