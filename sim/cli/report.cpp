@@ -7,6 +7,7 @@
 #include <numeric>
 #include <sstream>
 
+#include "models/fabric/metrics.h"
 #include "sim/cli/atomic_file.h"
 #include "sim/cli/nccl_table.h"
 #include "sim/cli/record_columns.h"
@@ -22,41 +23,41 @@ std::string hex64(uint64_t v) {
 
 RunFigures run_figures(const RunResult& r) {
   RunFigures f;
-  std::vector<double> fct, goodput;
+  const FlowSet flows = all_flows(r);
+  f.flows = static_cast<int64_t>(flows.size());
+  f.completed = completed_count(flows);
+  std::vector<double> goodput;
   for (const FlowRecord& flow : r.flows) {
-    ++f.flows;
-    f.retransmitted += flow.packets_retransmitted;
     f.timeouts += flow.timeouts;
     f.rate_cuts += flow.rate_cuts;
-    if (!flow.completed) continue;
-    ++f.completed;
-    fct.push_back(static_cast<double>(flow.fct().ps));
-    goodput.push_back(flow.goodput_bps());
+    if (flow.completed) goodput.push_back(flow.goodput_bps());
   }
-  f.fct_p50_ps = percentile(fct, 50);
-  f.fct_p99_ps = percentile(fct, 99);
-  f.fct_max_ps = percentile(fct, 100);
+  f.retransmitted = packets_retransmitted(r);
+  if (f.completed > 0) {
+    f.fct_p50_ps = fct_percentile_ps(flows, 50);
+    f.fct_p99_ps = fct_percentile_ps(flows, 99);
+    f.fct_max_ps = fct_percentile_ps(flows, 100);
+  }
   f.goodput_p50_bps = percentile(goodput, 50);
   f.goodput_min_bps = percentile(goodput, 0);
   f.goodput_max_bps = percentile(goodput, 100);
   f.rate_cuts += r.connection_rate_cuts;
+  const PriorityCounters total = counter_totals(r);
+  f.drops = total.drops;
+  f.drops_egress = total.drops_egress;
+  f.drops_headroom = total.drops_headroom;
+  f.pause_sent = total.pause_sent;
+  f.xon_sent = total.xon_sent;
+  f.xoff_transitions = total.xoff_transitions;
+  f.pause_received = total.pause_received;
+  f.paused_ps = static_cast<double>(total.paused_time.ps);
+  f.ecn_marks = total.ecn_marks;
+  f.cnps_sent = total.cnp_sent;  // flows' and collectives' QPs alike
+  f.cnps_received = total.cnp_received;
+  f.max_queue_bytes = max_switch_queue_bytes(r);
   for (const PortRecord& p : r.ports) {
-    f.drops += p.drops();
-    f.drops_egress += p.total(&PriorityCounters::drops_egress);
-    const int64_t overflow = p.total(&PriorityCounters::drops_headroom);
-    f.drops_headroom += overflow;
-    f.ports_with_headroom_overflow += overflow > 0;
-    f.pause_sent += p.total(&PriorityCounters::pause_sent);
-    f.xon_sent += p.total(&PriorityCounters::xon_sent);
-    f.xoff_transitions += p.total(&PriorityCounters::xoff_transitions);
-    f.pause_received += p.total(&PriorityCounters::pause_received);
-    const Time paused = p.total(&PriorityCounters::paused_time);
-    f.paused_ps += static_cast<double>(paused.ps);
-    f.ports_paused += paused.ps > 0;
-    f.ecn_marks += p.total(&PriorityCounters::ecn_marks);
-    f.cnps_sent += p.total(&PriorityCounters::cnp_sent);  // flows' and collectives' QPs alike
-    f.cnps_received += p.total(&PriorityCounters::cnp_received);
-    if (p.switch_port) f.max_queue_bytes = std::max(f.max_queue_bytes, p.max_queue_bytes());
+    f.ports_with_headroom_overflow += p.total(&PriorityCounters::drops_headroom) > 0;
+    f.ports_paused += p.total(&PriorityCounters::paused_time).ps > 0;
   }
   for (const BufferRecord& b : r.buffers) {
     if (b.max_used > f.peak_buffer_bytes || f.peak_buffer_switch.empty()) {
@@ -261,6 +262,7 @@ nlohmann::json json_report(const RunResult& r) {
     for (const CollectiveRow& c : r.collectives) collectives.push_back(record_json(columns, c));
     j["collectives"] = std::move(collectives);
   }
+  j["metrics"] = metrics_json(r);
   return j;
 }
 
