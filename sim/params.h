@@ -2,11 +2,13 @@
 // that takes them from a scenario section, checking units and naming the JSON path on error.
 #pragma once
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "sim/units.h"
@@ -93,5 +95,82 @@ class ParamReader {
 };
 
 std::string param_type_name(ParamType t);
+
+// A section's parameters bound to the fields of the config struct they set, so that each
+// parameter and its default are declared once: `read` fills a Config from a scenario section
+// (declared defaults for absent keys) and `defaults()` is the Config of an empty section.
+// A field is read by its parameter's type (a size into an integer field keeps its byte count);
+// a parameter with a keyword, or checked against others, is read by code of its own.
+template <typename Config>
+class BoundParams {
+ public:
+  using Read = std::function<void(ParamReader&, Config&)>;
+  struct Entry {
+    Param param;
+    Read read;
+  };
+
+  template <typename T>
+  static Entry field(T Config::*member, Param param) {
+    const std::string key = param.key;
+    const ParamType type = param.type;
+    return {std::move(param), [member, key, type](ParamReader& r, Config& c) {
+              c.*member = read_as<T>(r, key, type);
+            }};
+  }
+  static Entry custom(Param param, Read read) { return {std::move(param), std::move(read)}; }
+
+  // `check` runs after every field is read (for rules across fields); it throws ScenarioError.
+  BoundParams(std::string path, std::string model, std::string title, std::vector<Entry> entries,
+              std::function<void(ParamReader&, const Config&)> check = {})
+      : entries_(std::move(entries)), check_(std::move(check)) {
+    group_.path = std::move(path);
+    group_.model = std::move(model);
+    group_.title = std::move(title);
+    for (const Entry& e : entries_) group_.params.push_back(e.param);
+  }
+
+  const ParamGroup& group() const { return group_; }
+
+  Config read(const nlohmann::json& section, const std::string& path) const {
+    Config c{};
+    read_into(section, path, c);
+    return c;
+  }
+  // For a config that several sections fill (a switch's buffer, PFC, ECN and QoS).
+  void read_into(const nlohmann::json& section, const std::string& path, Config& c) const {
+    ParamReader r(section, path, group_);
+    for (const Entry& e : entries_) e.read(r, c);
+    if (check_) check_(r, c);
+    r.finish();
+  }
+  Config read(const nlohmann::json& section) const { return read(section, group_.path); }
+  Config defaults() const { return read(nlohmann::json()); }
+
+ private:
+  template <typename T>
+  static T read_as(ParamReader& r, const std::string& key, ParamType type) {
+    if constexpr (std::is_same_v<T, Time>) {
+      return r.time(key);
+    } else if constexpr (std::is_same_v<T, Bytes>) {
+      return r.bytes(key);
+    } else if constexpr (std::is_same_v<T, BitsPerSec>) {
+      return r.rate(key);
+    } else if constexpr (std::is_same_v<T, bool>) {
+      return r.boolean(key);
+    } else if constexpr (std::is_same_v<T, std::string>) {
+      return type == ParamType::Choice ? r.choice(key) : r.text(key);
+    } else if constexpr (std::is_floating_point_v<T>) {
+      return static_cast<T>(r.probability(key));
+    } else {
+      static_assert(std::is_integral_v<T>, "a bound field is a quantity, a flag, text or a number");
+      return static_cast<T>(type == ParamType::Bytes ? r.bytes(key).count : r.integer(key));
+    }
+  }
+
+  ParamGroup group_;
+  std::vector<Entry> entries_;
+  std::function<void(ParamReader&, const Config&)> check_;
+};
 
 }  // namespace fabtwin

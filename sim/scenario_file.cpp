@@ -56,15 +56,26 @@ nlohmann::json load_with_extends(const std::filesystem::path& file,
     throw ScenarioError("", file.string() + ": expected a JSON object, found " + json_text(doc));
   }
   if (!doc.contains("extends")) return doc;
-  const nlohmann::json ext = doc["extends"];
-  if (!ext.is_string()) {
-    throw ScenarioError("extends",
-                        "expected the path of another scenario file, found " + json_text(ext));
-  }
+  nlohmann::json ext = doc["extends"];
   doc.erase("extends");
-  nlohmann::json base = load_with_extends(file.parent_path() / ext.get<std::string>(), chain);
-  merge_into(base, doc);
-  return base;
+  if (ext.is_string()) ext = nlohmann::json::array({ext});
+  if (!ext.is_array() || ext.empty()) {
+    throw ScenarioError(
+        "extends",
+        "expected the path of another scenario file, or a list of them, found " + json_text(ext));
+  }
+  // Bases apply in order, each over the ones before it; the extending file wins over all.
+  nlohmann::json merged = nlohmann::json::object();
+  for (size_t i = 0; i < ext.size(); ++i) {
+    if (!ext[i].is_string()) {
+      throw ScenarioError("extends[" + std::to_string(i) + "]",
+                          "expected the path of another scenario file, found " + json_text(ext[i]));
+    }
+    std::vector<std::filesystem::path> branch = chain;
+    merge_into(merged, load_with_extends(file.parent_path() / ext[i].get<std::string>(), branch));
+  }
+  merge_into(merged, doc);
+  return merged;
 }
 
 }  // namespace

@@ -14,8 +14,9 @@ struct ScenarioDocument {
   std::filesystem::path dir;   // its folder: relative paths inside resolve from here
 };
 
-// Reads `file`, follows `extends` (relative to each file's folder, cycles refused), merges
-// objects key by key (the extending file wins), then applies each "a.b[2].c=value" override.
+// Reads `file`, follows `extends` (a path or a list of paths, relative to each file's folder,
+// cycles refused), merges objects key by key (a list applies in order, later files win, and
+// the extending file wins over all), then applies each "a.b[2].c=value" override.
 // A value that parses as JSON is taken as JSON, otherwise as a string. Throws ScenarioError.
 ScenarioDocument load_scenario(const std::filesystem::path& file,
                                const std::vector<std::string>& overrides = {});

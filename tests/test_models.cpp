@@ -81,23 +81,16 @@ struct StarBench {
       hosts.push_back(host.get());
       sim.add(std::move(host));
     }
-    auto s = std::make_unique<Switch>("switch", pool, routing, 3, config);
+    auto s = std::make_unique<Switch>("switch", pool, routing.table(3), 3, config);
     sw = s.get();
     sim.add(std::move(s));
     for (NetworkNode* n : {static_cast<NetworkNode*>(hosts[0]), static_cast<NetworkNode*>(hosts[1]),
                            static_cast<NetworkNode*>(hosts[2]), static_cast<NetworkNode*>(sw)}) {
       n->ports().resize(n == sw ? 3 : 1);
     }
-    for (const TopologyLink& l : topology.links) {
-      auto& a = static_cast<NetworkNode&>(sim.component(l.a)).ports()[l.a_port];
-      auto& b = static_cast<NetworkNode&>(sim.component(l.b)).ports()[l.b_port];
-      a.set_rate(l.rate);
-      b.set_rate(l.rate);
-      a.delay = b.delay = l.delay;
-      a.peer = l.b;
-      a.peer_port = l.b_port;
-      b.peer = l.a;
-      b.peer_port = l.a_port;
+    for (const Link& l : topology.links) {
+      wire(l, static_cast<NetworkNode&>(sim.component(l.a)).ports()[l.a_port],
+           static_cast<NetworkNode&>(sim.component(l.b)).ports()[l.b_port]);
     }
     sw->begin();
   }
@@ -215,10 +208,10 @@ TEST_CASE("routing finds every equal-cost path and ECMP spreads flows over them"
 
 TEST_CASE("a host that cannot reach another is a scenario error", "[routing]") {
   Topology t;
-  t.add_node(NodeKind::Host, "h0");
-  t.add_node(NodeKind::Host, "h1");
-  const int s0 = t.add_node(NodeKind::Switch, "s0");
-  const int s1 = t.add_node(NodeKind::Switch, "s1");
+  t.add_node(Tier::Host, "h0");
+  t.add_node(Tier::Host, "h1");
+  const int s0 = t.add_node(Tier::Leaf, "s0");
+  const int s1 = t.add_node(Tier::Leaf, "s1");
   t.connect(s0, 0, parse_rate("100Gbps"), parse_time("1us"));
   t.connect(s1, 1, parse_rate("100Gbps"), parse_time("1us"));
   CHECK_THROWS_WITH(RoutingTable(t), Catch::Contains("h0 has no route to h1"));

@@ -30,7 +30,7 @@ int node_named(const Topology& t, const std::string& name) {
 
 // The switch host `h` hangs off.
 int switch_of(const Topology& t, int h) {
-  for (const TopologyLink& l : t.links) {
+  for (const Link& l : t.links) {
     if (l.a == h && t.nodes[l.b].kind == NodeKind::Switch) return l.b;
     if (l.b == h && t.nodes[l.a].kind == NodeKind::Switch) return l.a;
   }
@@ -71,7 +71,7 @@ TEST_CASE("a 2-node, 8-GPU rail-optimized fabric: 8 rails, 2 spines", "[rail]") 
     CHECK(t.nodes[spine].ports == 8);
   }
   CHECK(t.oversubscription == Approx(2.0 * 400 / (2 * 200)));
-  for (const TopologyLink& l : t.links) {
+  for (const Link& l : t.links) {
     const bool spine_link = t.nodes[l.b].name.rfind("spine", 0) == 0;
     CHECK(l.rate == (spine_link ? parse_rate("200Gbps") : k400));
     CHECK(l.delay == k1us);
@@ -250,7 +250,7 @@ TEST_CASE("partitioning keeps a GPU node's NICs together", "[rail]") {
   CHECK(p.lookahead == k1us);
   // Cut links are counted, NIC-to-leaf links among them.
   int cut = 0, cut_nic = 0;
-  for (const TopologyLink& l : t.links) {
+  for (const Link& l : t.links) {
     if (p.partition_of[l.a] == p.partition_of[l.b]) continue;
     ++cut;
     cut_nic += l.b < t.hosts || l.a < t.hosts;

@@ -6,84 +6,175 @@
 namespace fabtwin {
 namespace {
 
-const ParamGroup kGpuParams{
+using GpuParams = BoundParams<GpuConfig>;
+using NcclParams = BoundParams<NcclConfig>;
+
+// A rate that must be positive (a zero would stall the GPU node).
+std::function<void(ParamReader&, GpuConfig&)> positive_rate(BitsPerSec GpuConfig::*field,
+                                                            const char* key) {
+  return [field, key](ParamReader& r, GpuConfig& c) {
+    c.*field = r.rate(key);
+    if ((c.*field).bps <= 0)
+      throw ScenarioError(r.path_of(key), "expected a positive rate, found 0");
+  };
+}
+
+const GpuParams kGpuParams{
     "gpu",
     "gpu",
-    "GPU nodes (collective traffic only)",
+    "GPU nodes (used by collective traffic; accepted without it)",
     {
-        {"nvlink_rate", ParamType::Rate, "\"2960Gbps\"",
-         "NVLink/NVSwitch data bandwidth of one GPU, each direction, after NVLink protocol "
-         "overhead; all its channels share it",
-         "H100 NVLink4: 450 GB/s line rate per direction, about 370 GB/s effective after ~20% "
-         "protocol overhead (REFERENCES 4.4, nccl-tests#212, nccl#1442)"},
-        {"pcie_rate", ParamType::Rate, "\"460Gbps\"",
-         "PCIe bandwidth between a GPU and its NIC, each direction, after protocol overhead; "
-         "the NIC cannot read (send) or write (receive) payload faster",
-         "PCIe Gen5 x16: 32 GT/s x 16 x 128/130 = 504 Gb/s, less ~9% TLP headers at 256 B "
-         "payloads"},
-        {"pcie_latency", ParamType::Time, "\"0.5us\"",
-         "a doorbell or completion crossing PCIe between the GPU side and the NIC",
-         "fabtwin estimate (a PCIe switch hop and DMA turnaround); calibrate on hardware"},
-        {"gpudirect", ParamType::Boolean, "true",
-         "GPUDirect RDMA: the NIC reads and writes GPU memory directly. Off: data bounces "
-         "through host memory, crossing PCIe twice (half the PCIe rate) with bounce_latency "
-         "more per message",
-         "NCCL uses GDR when nvidia_peermem or dma-buf is available"},
-        {"bounce_latency", ParamType::Time, "\"5us\"",
-         "extra latency per message when gpudirect is off (staging copy through host memory)",
-         "REFERENCES 6: the host-memory bounce adds 5-10 us per message"},
-        {"channel_rate", ParamType::Rate, "\"320Gbps\"",
-         "data one channel (one thread block) reduces or copies per second; a slice's GPU work "
-         "takes its bytes at this rate (half of it on each lane of a tree)",
-         "NCCL 2.30.7 per-channel caps for Hopper: tree 36-41 GB/s, ring search up to 48 GB/s"},
-        {"compute_capability", ParamType::Integer, "90",
-         "GPU architecture for NCCL's tuning tables: 70 Volta, 80 Ampere, 90 Hopper, 100 "
-         "Blackwell",
-         "H100", "70..120"},
-        {"cpu", ParamType::Choice, "\"intel\"",
-         "host CPU vendor (NCCL's tuning model charges AMD hosts more network overhead)",
-         "NCCL 2.30.7 tuning.cc", "intel|amd"},
+        GpuParams::custom(
+            {"nvlink_rate", ParamType::Rate, "\"2960Gbps\"",
+             "NVLink/NVSwitch data bandwidth of one GPU, each direction, after NVLink protocol "
+             "overhead; all its channels share it",
+             "H100 NVLink4: 450 GB/s line rate per direction, about 370 GB/s effective after ~20% "
+             "protocol overhead (REFERENCES 4.4, nccl-tests#212, nccl#1442)"},
+            positive_rate(&GpuConfig::nvlink_rate, "nvlink_rate")),
+        GpuParams::custom(
+            {"pcie_rate", ParamType::Rate, "\"460Gbps\"",
+             "PCIe bandwidth between a GPU and its NIC, each direction, after protocol overhead; "
+             "the NIC cannot read (send) or write (receive) payload faster",
+             "PCIe Gen5 x16: 32 GT/s x 16 x 128/130 = 504 Gb/s, less ~9% TLP headers at 256 B "
+             "payloads"},
+            positive_rate(&GpuConfig::pcie_rate, "pcie_rate")),
+        GpuParams::field(
+            &GpuConfig::pcie_latency,
+            {"pcie_latency", ParamType::Time, "\"0.5us\"",
+             "a doorbell or completion crossing PCIe between the GPU side and the NIC",
+             "fabtwin estimate (a PCIe switch hop and DMA turnaround); calibrate on hardware"}),
+        GpuParams::field(
+            &GpuConfig::gpudirect,
+            {"gpudirect", ParamType::Boolean, "true",
+             "GPUDirect RDMA: the NIC reads and writes GPU memory directly. Off: data bounces "
+             "through host memory, crossing PCIe twice (half the PCIe rate) with bounce_latency "
+             "more per message",
+             "NCCL uses GDR when nvidia_peermem or dma-buf is available"}),
+        GpuParams::field(
+            &GpuConfig::bounce_latency,
+            {"bounce_latency", ParamType::Time, "\"5us\"",
+             "extra latency per message when gpudirect is off (staging copy through host memory)",
+             "REFERENCES 6: the host-memory bounce adds 5-10 us per message"}),
+        GpuParams::custom(
+            {"channel_rate", ParamType::Rate, "\"320Gbps\"",
+             "data one channel (one thread block) reduces or copies per second; a slice's GPU work "
+             "takes its bytes at this rate (half of it on each lane of a tree)",
+             "NCCL 2.30.7 per-channel caps for Hopper: tree 36-41 GB/s, ring search up to 48 GB/s"},
+            [](ParamReader& r, GpuConfig& c) {
+              const BitsPerSec rate = r.rate("channel_rate");
+              if (rate.bps <= 0) {
+                throw ScenarioError(r.path_of("channel_rate"), "expected a positive rate, found 0");
+              }
+              c.channel_rate = static_cast<double>(rate.bps) / 8;
+            }),
+        GpuParams::field(
+            &GpuConfig::compute_capability,
+            {"compute_capability", ParamType::Integer, "90",
+             "GPU architecture for NCCL's tuning tables: 70 Volta, 80 Ampere, 90 Hopper, 100 "
+             "Blackwell",
+             "H100", "70..120"}),
+        GpuParams::custom(
+            {"cpu", ParamType::Choice, "\"intel\"",
+             "host CPU vendor (NCCL's tuning model charges AMD hosts more network overhead)",
+             "NCCL 2.30.7 tuning.cc", "intel|amd"},
+            [](ParamReader& r, GpuConfig& c) { c.intel_cpu = r.choice("cpu") == "intel"; }),
     }};
 
-const ParamGroup kNcclParams{
+// A chunk size of at least one byte.
+std::function<void(ParamReader&, NcclConfig&)> chunk(int64_t NcclConfig::*field, const char* key) {
+  return [field, key](ParamReader& r, NcclConfig& c) {
+    c.*field = r.bytes(key).count;
+    if (c.*field < 1) throw ScenarioError(r.path_of(key), "expected at least 1B");
+  };
+}
+
+const NcclParams kNcclParams{
     "nccl",
     "nccl",
     "NCCL (Simple protocol) as modelled; names follow NCCL's environment variables",
     {
-        {"base_latency", ParamType::Time, "\"8.4us\"",
-         "fixed cost of launching one collective (kernel launch and set-up), per rank and "
-         "iteration",
-         "NCCL 2.30.7 tuning.cc baseLat, Ring/Tree Simple"},
-        {"nvlink_step_latency", ParamType::Time, "\"3.4us\"",
-         "from a slice written into a peer's buffer over NVLink to the peer's kernel acting on "
-         "it (also how long a freed slot takes to reach the writer)",
-         "NCCL 2.30.7 tuning.cc hwLat[NVLINK][Ring][Simple]"},
-        {"net_step_latency", ParamType::Time, "\"11us\"",
-         "proxy overhead of each network send (isend posting and completion polling); with the "
-         "default PCIe and 1 us links an unloaded network step then costs about 14 us",
-         "NCCL 2.30.7 tuning.cc hwLat[NET][Ring][Simple] = 14 us for the whole step"},
-        {"buffsize", ParamType::Bytes, "\"4MiB\"",
-         "NCCL_BUFFSIZE: buffer per connection, 8 steps (NCCL_STEPS); ring all-reduce moves "
-         "chunks of 4 steps in slices of 2",
-         "NCCL default"},
-        {"min_nchannels", ParamType::Integer, "1",
-         "NCCL_MIN_NCHANNELS: fewest channels the communicator and each collective use",
-         "NCCL default", "1..64"},
-        {"max_nchannels", ParamType::Integer, "64",
-         "NCCL_MAX_NCHANNELS: most channels the communicator uses", "NCCL MAXCHANNELS = 64",
-         "1..64"},
-        {"nchannels", ParamType::List, "\"auto\"",
-         "channels of the communicator (\"auto\": 2 per NIC of a node, NCCL duplicating each "
-         "ring it finds); NCCL then uses fewer for small sizes (threadThreshold)",
-         "NCCL graph search duplicates channels (2 per NIC on rail-optimized nodes)"},
-        {"ib_qps_per_connection", ParamType::Integer, "1",
-         "NCCL_IB_QPS_PER_CONNECTION: queue pairs per network connection; messages alternate "
-         "over them, each with its own UDP source port (ECMP entropy)",
-         "NCCL default", "1..128"},
-        {"p2p_net_chunksize", ParamType::Bytes, "\"128KiB\"",
-         "NCCL_P2P_NET_CHUNKSIZE: all-to-all / send-receive chunk over the network", "NCCL"},
-        {"p2p_nvl_chunksize", ParamType::Bytes, "\"512KiB\"",
-         "NCCL_P2P_NVL_CHUNKSIZE: all-to-all / send-receive chunk over NVLink", "NCCL"},
+        NcclParams::field(
+            &NcclConfig::base_latency,
+            {"base_latency", ParamType::Time, "\"8.4us\"",
+             "fixed cost of launching one collective (kernel launch and set-up), per rank and "
+             "iteration",
+             "NCCL 2.30.7 tuning.cc baseLat, Ring/Tree Simple"}),
+        NcclParams::field(
+            &NcclConfig::nvlink_step_latency,
+            {"nvlink_step_latency", ParamType::Time, "\"3.4us\"",
+             "from a slice written into a peer's buffer over NVLink to the peer's kernel acting on "
+             "it (also how long a freed slot takes to reach the writer)",
+             "NCCL 2.30.7 tuning.cc hwLat[NVLINK][Ring][Simple]"}),
+        NcclParams::field(
+            &NcclConfig::net_step_latency,
+            {"net_step_latency", ParamType::Time, "\"11us\"",
+             "proxy overhead of each network send (isend posting and completion polling); with the "
+             "default PCIe and 1 us links an unloaded network step then costs about 14 us",
+             "NCCL 2.30.7 tuning.cc hwLat[NET][Ring][Simple] = 14 us for the whole step"}),
+        NcclParams::custom(
+            {"buffsize", ParamType::Bytes, "\"4MiB\"",
+             "NCCL_BUFFSIZE: buffer per connection, 8 steps (NCCL_STEPS); ring all-reduce moves "
+             "chunks of 4 steps in slices of 2",
+             "NCCL default"},
+            [](ParamReader& r, NcclConfig& c) {
+              c.buffsize = r.bytes("buffsize").count;
+              if (c.buffsize < 8 * 4096 || c.buffsize % 8 != 0) {
+                throw ScenarioError(r.path_of("buffsize"),
+                                    "expected a multiple of 8 bytes of at least "
+                                    "32KiB (8 steps), found " +
+                                        format_bytes(Bytes{c.buffsize}));
+              }
+            }),
+        NcclParams::field(
+            &NcclConfig::min_channels,
+            {"min_nchannels", ParamType::Integer, "1",
+             "NCCL_MIN_NCHANNELS: fewest channels the communicator and each collective use",
+             "NCCL default", "1..64"}),
+        NcclParams::field(&NcclConfig::max_channels,
+                          {"max_nchannels", ParamType::Integer, "64",
+                           "NCCL_MAX_NCHANNELS: most channels the communicator uses",
+                           "NCCL MAXCHANNELS = 64", "1..64"}),
+        NcclParams::custom(
+            {"nchannels", ParamType::List, "\"auto\"",
+             "channels of the communicator (\"auto\": 2 per NIC of a node, NCCL duplicating each "
+             "ring it finds); NCCL then uses fewer for small sizes (threadThreshold)",
+             "NCCL graph search duplicates channels (2 per NIC on rail-optimized nodes)"},
+            [](ParamReader& r, NcclConfig& c) {
+              const nlohmann::json channels = r.json("nchannels");
+              if (channels == "auto") {
+                c.channels = 0;
+              } else if (channels.is_number_integer() && channels.get<int64_t>() >= 1 &&
+                         channels.get<int64_t>() <= 64) {
+                c.channels = channels.get<int>();
+              } else {
+                throw ScenarioError(r.path_of("nchannels"),
+                                    "expected \"auto\" or a channel count 1..64, "
+                                    "found " +
+                                        json_text(channels));
+              }
+            }),
+        NcclParams::field(
+            &NcclConfig::qps_per_connection,
+            {"ib_qps_per_connection", ParamType::Integer, "1",
+             "NCCL_IB_QPS_PER_CONNECTION: queue pairs per network connection; messages alternate "
+             "over them, each with its own UDP source port (ECMP entropy)",
+             "NCCL default", "1..128"}),
+        NcclParams::custom(
+            {"p2p_net_chunksize", ParamType::Bytes, "\"128KiB\"",
+             "NCCL_P2P_NET_CHUNKSIZE: all-to-all / send-receive chunk over the network", "NCCL"},
+            chunk(&NcclConfig::p2p_net_chunk, "p2p_net_chunksize")),
+        NcclParams::custom(
+            {"p2p_nvl_chunksize", ParamType::Bytes, "\"512KiB\"",
+             "NCCL_P2P_NVL_CHUNKSIZE: all-to-all / send-receive chunk over NVLink", "NCCL"},
+            chunk(&NcclConfig::p2p_nvlink_chunk, "p2p_nvl_chunksize")),
+    },
+    [](ParamReader& r, const NcclConfig& c) {
+      if (c.min_channels > c.max_channels) {
+        throw ScenarioError(r.path_of("min_nchannels"),
+                            "expected min_nchannels <= max_nchannels, found " +
+                                std::to_string(c.min_channels) + " > " +
+                                std::to_string(c.max_channels));
+      }
     }};
 
 }  // namespace
@@ -130,7 +221,7 @@ const ParamGroup kCollectiveParams{
     }};
 
 const std::vector<const ParamGroup*>& collective_param_groups() {
-  static const std::vector<const ParamGroup*> groups{&kGpuParams, &kNcclParams};
+  static const std::vector<const ParamGroup*> groups{&kGpuParams.group(), &kNcclParams.group()};
   return groups;
 }
 
@@ -256,7 +347,7 @@ CollectiveSpec read_spec(ParamReader& r, uint32_t generator, const Topology& t) 
 nccl::TuningInput tuning_input(const CollectiveSetup& setup, const Topology& t, uint32_t spec) {
   const CollectiveSpec& s = setup.specs[spec];
   double nic_gbs = 0;  // host link rate, GB/s
-  for (const TopologyLink& l : t.links) {
+  for (const Link& l : t.links) {
     if (l.a < t.hosts || l.b < t.hosts) {
       nic_gbs = static_cast<double>(l.rate.bps) / 8e9;
       break;
@@ -297,66 +388,11 @@ CollectiveSetup read_collectives(const nlohmann::json& scenario, const Topology&
       setup.specs.push_back(read_spec(r, static_cast<uint32_t>(i), t));
     }
   }
-  for (const char* key : {"gpu", "nccl"}) {
-    if (setup.specs.empty() && scenario.contains(key)) {
-      throw ScenarioError(key,
-                          "GPU and NCCL settings apply to collective traffic only; the "
-                          "scenario has no traffic of type collective");
-    }
-  }
-  ParamReader gpu(section(scenario, "gpu"), "gpu", kGpuParams);
-  GpuConfig& g = setup.gpu;
-  g.nvlink_rate = gpu.rate("nvlink_rate");
-  g.pcie_rate = gpu.rate("pcie_rate");
-  g.pcie_latency = gpu.time("pcie_latency");
-  g.gpudirect = gpu.boolean("gpudirect");
-  g.bounce_latency = gpu.time("bounce_latency");
-  g.channel_rate = static_cast<double>(gpu.rate("channel_rate").bps) / 8;
-  g.compute_capability = static_cast<int>(gpu.integer("compute_capability"));
-  g.intel_cpu = gpu.choice("cpu") == "intel";
-  for (const char* key : {"nvlink_rate", "pcie_rate", "channel_rate"}) {
-    if (gpu.rate(key).bps <= 0) {
-      throw ScenarioError(gpu.path_of(key), "expected a positive rate, found 0");
-    }
-  }
-  gpu.finish();
-  ParamReader nr(section(scenario, "nccl"), "nccl", kNcclParams);
+  setup.gpu = kGpuParams.read(section(scenario, "gpu"));
+  setup.nccl = kNcclParams.read(section(scenario, "nccl"));
   NcclConfig& n = setup.nccl;
-  n.base_latency = nr.time("base_latency");
-  n.nvlink_step_latency = nr.time("nvlink_step_latency");
-  n.net_step_latency = nr.time("net_step_latency");
-  n.buffsize = nr.bytes("buffsize").count;
-  if (n.buffsize < 8 * 4096 || n.buffsize % 8 != 0) {
-    throw ScenarioError(nr.path_of("buffsize"),
-                        "expected a multiple of 8 bytes of at least 32KiB (8 steps), found " +
-                            format_bytes(Bytes{n.buffsize}));
-  }
-  n.min_channels = static_cast<int>(nr.integer("min_nchannels"));
-  n.max_channels = static_cast<int>(nr.integer("max_nchannels"));
-  if (n.min_channels > n.max_channels) {
-    throw ScenarioError(nr.path_of("min_nchannels"),
-                        "expected min_nchannels <= max_nchannels, found " +
-                            std::to_string(n.min_channels) + " > " +
-                            std::to_string(n.max_channels));
-  }
-  const nlohmann::json channels = nr.json("nchannels");
-  if (channels == "auto") {
-    n.channels = 2 * t.nics_per_node;
-  } else if (channels.is_number_integer() && channels.get<int64_t>() >= 1 &&
-             channels.get<int64_t>() <= 64) {
-    n.channels = channels.get<int>();
-  } else {
-    throw ScenarioError(nr.path_of("nchannels"),
-                        "expected \"auto\" or a channel count 1..64, found " + json_text(channels));
-  }
+  if (n.channels == 0) n.channels = 2 * t.nics_per_node;  // "auto"
   n.channels = std::clamp(n.channels, n.min_channels, n.max_channels);
-  n.qps_per_connection = static_cast<int>(nr.integer("ib_qps_per_connection"));
-  n.p2p_net_chunk = nr.bytes("p2p_net_chunksize").count;
-  n.p2p_nvlink_chunk = nr.bytes("p2p_nvl_chunksize").count;
-  for (const char* key : {"p2p_net_chunksize", "p2p_nvl_chunksize"}) {
-    if (nr.bytes(key).count < 1) throw ScenarioError(nr.path_of(key), "expected at least 1B");
-  }
-  nr.finish();
 
   for (uint32_t si = 0; si < setup.specs.size(); ++si) {
     const CollectiveSpec& s = setup.specs[si];

@@ -9,36 +9,39 @@
 #include <tuple>
 #include <vector>
 
+#include "models/collectives/collective_result.h"
 #include "models/collectives/nccl_plan.h"
 #include "models/fabric/topology.h"
 #include "sim/params.h"
 
 namespace fabtwin {
 
+// GPU node hardware (the `gpu` section); every field is set from its declared parameter.
 struct GpuConfig {
-  BitsPerSec nvlink_rate{};  // per GPU, each direction
-  BitsPerSec pcie_rate{};    // GPU/NIC PCIe link, each direction, after protocol overhead
-  Time pcie_latency{};
-  bool gpudirect = true;
-  Time bounce_latency{};    // GPUDirect off: staging through host memory, per message
-  double channel_rate = 0;  // bytes/s one channel's thread block reduces or copies
-  int compute_capability = 90;
-  bool intel_cpu = true;
+  BitsPerSec nvlink_rate;  // per GPU, each direction
+  BitsPerSec pcie_rate;    // GPU/NIC PCIe link, each direction, after protocol overhead
+  Time pcie_latency;
+  bool gpudirect;
+  Time bounce_latency;  // GPUDirect off: staging through host memory, per message
+  double channel_rate;  // bytes/s one channel's thread block reduces or copies
+  int compute_capability;
+  bool intel_cpu;
   // The PCIe rate a NIC sees: halved without GPUDirect (every byte crosses PCIe twice).
   BitsPerSec nic_dma_rate() const { return {gpudirect ? pcie_rate.bps : pcie_rate.bps / 2}; }
 };
 
+// NCCL's knobs (the `nccl` section); every field is set from its declared parameter.
 struct NcclConfig {
-  Time base_latency{};         // per collective launch
-  Time nvlink_step_latency{};  // a slice written over NVLink until the peer acts on it
-  Time net_step_latency{};     // proxy overhead of a network send
-  int64_t buffsize = 4 << 20;
-  int min_channels = 1;
-  int max_channels = 64;
-  int channels = 0;  // communicator channels; 0 = 2 per NIC of a node
-  int qps_per_connection = 1;
-  int64_t p2p_net_chunk = 128 << 10;
-  int64_t p2p_nvlink_chunk = 512 << 10;
+  Time base_latency;         // per collective launch
+  Time nvlink_step_latency;  // a slice written over NVLink until the peer acts on it
+  Time net_step_latency;     // proxy overhead of a network send
+  int64_t buffsize;
+  int min_channels;
+  int max_channels;
+  int channels;  // communicator channels ("auto": 2 per NIC of a node)
+  int qps_per_connection;
+  int64_t p2p_net_chunk;
+  int64_t p2p_nvlink_chunk;
 };
 
 // One `collective` traffic generator.
@@ -65,13 +68,11 @@ struct CollectiveOp {
   nccl::PlanInput plan;  // algorithm and channels resolved
 };
 
-enum class LinkKind : uint8_t { NvLink, Net };
-
 // A one-way connection between two ranks of one generator on one channel.
 struct CollectiveConnection {
   uint32_t spec = 0;
   int src_rank = 0, dst_rank = 0, channel = 0;
-  LinkKind kind = LinkKind::NvLink;
+  CollectiveTransport transport = CollectiveTransport::NvLink;
   int src_host = -1, dst_host = -1;  // NICs (Net)
   std::vector<uint32_t> send_qps;    // at the source NIC, one per QP of the connection
   Time credit_latency{};             // a freed buffer slot reaching the sender

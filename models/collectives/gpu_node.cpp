@@ -212,7 +212,7 @@ void GpuNode::try_start(uint32_t stream, uint32_t lane) {
     SendSide& x = send_[id];
     x.waiter = -1;
     const int slots = s.plan.connections[c].slots;
-    const bool net = setup_.connections[id].kind == LinkKind::Net;
+    const bool net = setup_.connections[id].transport == CollectiveTransport::Net;
     if (x.posted - x.credited >= slots || (net && x.posted - x.acked >= slots)) {
       x.waiter = waiter;
       return;
@@ -223,7 +223,7 @@ void GpuNode::try_start(uint32_t stream, uint32_t lane) {
   Time done = now() + transfer_time(u.bytes, setup_.gpu.channel_rate * l.lane->share);
   const int local = setup_.specs[s.spec].gpus[l.lane->rank] % topology_.gpus_per_node;
   for (int32_t c : u.send) {  // an NVLink write happens while the kernel copies
-    if (c < 0 || setup_.connections[s.connection[c]].kind != LinkKind::NvLink) continue;
+    if (c < 0 || setup_.connections[s.connection[c]].transport != CollectiveTransport::NvLink) continue;
     Time& free = nvlink_free_[local];
     free = std::max(free, now()) + transfer_time(u.bytes, setup_.gpu.nvlink_rate.bps / 8.0);
     done = std::max(done, free);
@@ -245,7 +245,7 @@ void GpuNode::finish_unit(uint32_t stream, uint32_t lane) {
     const uint32_t id = s.connection[c];
     ++recv_[id].consumed;
     const CollectiveConnection& conn = setup_.connections[id];
-    if (conn.kind == LinkKind::NvLink) {
+    if (conn.transport == CollectiveTransport::NvLink) {
       schedule_self(now() + setup_.nccl.nvlink_step_latency, kCredit, id);
     } else {
       schedule(now() + conn.credit_latency,
@@ -258,7 +258,7 @@ void GpuNode::finish_unit(uint32_t stream, uint32_t lane) {
     const uint32_t id = s.connection[c];
     const CollectiveConnection& conn = setup_.connections[id];
     const auto sequence = static_cast<uint64_t>(send_[id].posted++);
-    if (conn.kind == LinkKind::NvLink) {
+    if (conn.transport == CollectiveTransport::NvLink) {
       const Time arrive = now() + setup_.nccl.nvlink_step_latency;
       schedule_self(arrive, kNvArrive, uint64_t{id} << 32 | sequence);
       if (setup_.record_timeline)
@@ -336,7 +336,7 @@ void GpuNode::barrier(uint32_t spec, uint32_t position) {
 
 void GpuNode::message_arrived(uint32_t connection, uint32_t sequence) {
   RecvSide& r = recv_[connection];
-  if (setup_.record_timeline && setup_.connections[connection].kind == LinkKind::Net) {
+  if (setup_.record_timeline && setup_.connections[connection].transport == CollectiveTransport::Net) {
     records_.arrived.push_back({connection, sequence, 0, 0, 0, now()});
   }
   const int64_t ahead = static_cast<int64_t>(sequence) - r.arrived;

@@ -12,58 +12,6 @@
 namespace fabtwin {
 
 namespace {
-const ParamGroup kRunParams{
-    "run",
-    "run",
-    "Run control",
-    {
-        {"end", ParamType::Time, "\"1s\"",
-         "simulated time limit; a run also stops as soon as no traffic is left", "fabtwin"},
-        {"seed", ParamType::Integer, "1",
-         "seed of every random stream (ECMP source ports, traffic generators)", "fabtwin", "0.."},
-        {"threads", ParamType::Integer, "0",
-         "threads (partitions of the fabric) to simulate on; 0 = every hardware thread. Results "
-         "are identical for any number (--threads overrides)",
-         "fabtwin", "0..1024"},
-    }};
-const ParamGroup kOutputParams{
-    "output",
-    "output",
-    "Result files",
-    {
-        {"hdf5", ParamType::Text, "(none)",
-         "HDF5 result file, relative to the working directory (--out overrides)", "fabtwin"},
-        {"rate_sample_interval", ParamType::Time, "\"10us\"",
-         "period of the per-QP congestion-control traces (rate, target, alpha) when nic.cc is "
-         "on; \"0us\" turns them off",
-         "fabtwin"},
-        {"queue_sample_interval", ParamType::Time, "\"10us\"",
-         "period of the per-port queue-depth samples; \"0us\" turns them off", "fabtwin"},
-        {"collective_timeline", ParamType::Boolean, "true",
-         "record every step and message of the collectives (HDF5 /collectives/steps and "
-         "transfers, --trace); false keeps only the nccl-tests rows, for long sweeps on many "
-         "GPUs",
-         "fabtwin"},
-    }};
-const std::set<std::string> kSections{"topology", "fabric",      "nic",    "routing",
-                                      "traffic",  "gpu",         "nccl",   "run",
-                                      "output",   "description", "$schema"};
-const ParamGroup kFabricParams{"fabric",
-                               "fabric",
-                               "Fabric sections",
-                               {{"link", ParamType::List, "{}", "see fabric.link", "fabtwin"},
-                                {"switch", ParamType::List, "{}", "see fabric.switch", "fabtwin"},
-                                {"pfc", ParamType::List, "{}", "see fabric.pfc", "fabtwin"},
-                                {"ecn", ParamType::List, "{}", "see fabric.ecn", "fabtwin"},
-                                {"qos", ParamType::List, "{}", "see fabric.qos", "fabtwin"}}};
-const ParamGroup kRoutingParams{
-    "routing",
-    "routing",
-    "Routing",
-    {{"algorithm", ParamType::Choice, "\"ecmp\"",
-      "shortest paths; equal-cost paths chosen by a hash of the 5-tuple (UDP source port per QP)",
-      "fabtwin", "ecmp"}}};
-
 // Events that cross to another rank: a packet arrival travels as the event plus a copy of
 // the packet (the copy lands in the receiving partition's pool, the original returns to its
 // own); any other event (GPU nodes' slot credits and barriers) carries only values.
@@ -106,133 +54,56 @@ class PacketCodec final : public EventCodec {
   std::vector<PacketPool>& pools_;
 };
 
-const nlohmann::json& section(const nlohmann::json& root, const char* key) {
-  static const nlohmann::json none;
-  return root.contains(key) ? root[key] : none;
-}
 }  // namespace
-
-std::vector<const ParamGroup*> all_param_groups() {
-  std::vector<const ParamGroup*> groups{&kTopologyParams, &kLinkParams};
-  for (const ParamGroup* g : switch_param_groups()) groups.push_back(g);
-  groups.push_back(&HostNic::params());
-  for (const ParamGroup* g : dcqcn_param_groups()) groups.push_back(g);
-  groups.push_back(&kRoutingParams);
-  for (const ParamGroup* g : traffic_param_groups()) groups.push_back(g);
-  groups.push_back(&kCollectiveParams);
-  for (const ParamGroup* g : collective_param_groups()) groups.push_back(g);
-  groups.push_back(&kRunParams);
-  groups.push_back(&kOutputParams);
-  return groups;
-}
-
-RunConfig Fabric::read_run_config(const nlohmann::json& scenario) {
-  ParamReader r(section(scenario, "run"), "run", kRunParams);
-  RunConfig c;
-  c.end = r.time("end");
-  c.seed = static_cast<uint64_t>(r.integer("seed"));
-  c.threads = static_cast<int>(r.integer("threads"));
-  r.finish();
-  return c;
-}
 
 Fabric::~Fabric() = default;
 
 Fabric::Fabric(const ScenarioDocument& doc, int threads, Transport* transport)
-    : transport_(transport) {
-  const nlohmann::json& root = doc.root;
-  for (const auto& [key, value] : root.items()) {
-    if (!kSections.count(key)) {
-      throw ScenarioError(key,
-                          "unknown section; a scenario has topology, fabric, nic, routing, "
-                          "traffic, gpu, nccl, run, output (and extends, description, "
-                          "$schema)");
-    }
-  }
-  if (root.contains("description") && !root["description"].is_string()) {
-    throw ScenarioError("description", "expected text, found " + json_text(root["description"]));
-  }
-  scenario_text_ = root.dump(2);
-  scenario_file_ = doc.file.string();
-  run_ = read_run_config(root);
+    : Fabric(FabricSpec::resolve(doc), threads, transport) {}
+
+Fabric::Fabric(FabricSpec spec, int threads, Transport* transport)
+    : spec_(std::move(spec)), run_(spec_.run), transport_(transport) {
   if (threads > 0) run_.threads = threads;
   if (run_.threads == 0)
     run_.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-
-  ParamReader fabric(section(root, "fabric"), "fabric", kFabricParams);
-  for (const char* key : {"link", "switch", "pfc", "ecn", "qos"}) fabric.raw(key);
-  fabric.finish();
-  topology_ = read_topology(root);
-  NicConfig nic_config = HostNic::read_config(root);
-  SwitchConfig switch_config =
-      read_switch_config(root, roce::data_frame(static_cast<int>(nic_config.mtu.count), true));
-  nic_config.dscp_to_priority = switch_config.dscp_to_priority;
-  nic_config.pfc = switch_config.pfc;
-  nic_config.lossless = switch_config.mmu.lossless;
-  nic_config.pause_quanta = switch_config.pause_quanta;
-  nic_config.dcqcn = read_dcqcn_config(root, nic_config.dcqcn_config);
-  congestion_control_ =
-      nic_config.dcqcn ? "dcqcn (" + nic_config.dcqcn_config.profile + " profile)" : "none";
-  ParamReader routing(section(root, "routing"), "routing", kRoutingParams);
-  routing.choice("algorithm");
-  routing.finish();
-  ParamReader output(section(root, "output"), "output", kOutputParams);
-  if (output.has("hdf5")) output.text("hdf5");
-  switch_config.queue_sample_interval = output.time("queue_sample_interval");
-  const bool collective_timeline = output.boolean("collective_timeline");
-  nic_config.rate_sample_interval = output.time("rate_sample_interval");
-  output.finish();
-
-  routing_ = std::make_unique<RoutingTable>(topology_);
-  flows_ = generate_traffic(root, topology_, run_.seed, doc.dir);
-  collectives_ = std::make_unique<CollectiveSetup>(read_collectives(root, topology_));
-  collectives_->record_timeline = collective_timeline;
-  if (!collectives_->empty()) {
-    // GPU nodes: the NICs sit on PCIe (a bottleneck only when slower than the link).
-    const GpuConfig& gpu = collectives_->gpu;
-    const BitsPerSec host_rate = topology_.links.front().rate;
-    if (gpu.nic_dma_rate() < host_rate) {
-      nic_config.tx_dma_rate = gpu.nic_dma_rate();
-      if (nic_config.rx_drain_rate.bps == 0) nic_config.rx_drain_rate = gpu.nic_dma_rate();
-    }
-    nic_config.host_latency = gpu.pcie_latency;
-  }
+  const Topology& topology = spec_.topology;
+  const CollectiveSetup& collectives = spec_.collectives;
 
   const bool distributed = transport_ != nullptr && transport_->ranks() > 1;
   if (distributed) run_.threads = 1;  // one partition per rank
   // A GPU node talks to its NICs over PCIe: with a PCIe latency, those events can cross
   // partitions (it is their lookahead) and each NIC stays with its switch, so that packets
   // stay inside a rail's partition; without one, a node's NICs must share its partition.
-  const bool gpu_nodes = !collectives_->empty();
-  const bool keep_node_nics = gpu_nodes && collectives_->gpu.pcie_latency.ps == 0;
+  const bool gpu_nodes = !collectives.empty();
+  const bool keep_node_nics = gpu_nodes && collectives.gpu.pcie_latency.ps == 0;
   partitioning_ =
-      partition_fabric(topology_, distributed ? transport_->ranks() : run_.threads, keep_node_nics);
+      partition_fabric(topology, distributed ? transport_->ranks() : run_.threads, keep_node_nics);
   if (gpu_nodes && !keep_node_nics && partitioning_.partitions > 1) {
-    partitioning_.lookahead = std::min(partitioning_.lookahead, collectives_->gpu.pcie_latency);
+    partitioning_.lookahead = std::min(partitioning_.lookahead, collectives.gpu.pcie_latency);
   }
   for (uint32_t p = 0; p < partitioning_.partitions; ++p) {
     pools_.emplace_back(static_cast<uint16_t>(p), partitioning_.partitions);
   }
   sim_ = std::make_unique<Simulator>(run_.seed);
-  for (int v = 0; v < static_cast<int>(topology_.nodes.size()); ++v) {
-    const TopologyNode& node = topology_.nodes[v];
+  for (int v = 0; v < static_cast<int>(topology.nodes.size()); ++v) {
+    const TopologyNode& node = topology.nodes[v];
     if (node.kind == NodeKind::Host) {
       PacketPool& pool = pools_[partitioning_.partition_of[v]];
-      auto nic = std::make_unique<HostNic>(node.name, pool, v, nic_config);
+      auto nic = std::make_unique<HostNic>(node.name, pool, v, spec_.nic);
       nics_.push_back(nic.get());
       sim_->add(std::move(nic));
     } else {
       PacketPool& pool = pools_[partitioning_.partition_of[v]];
-      auto sw = std::make_unique<Switch>(node.name, pool, *routing_, v, switch_config);
+      auto sw = std::make_unique<Switch>(node.name, pool, spec_.routes.table(v), v, spec_.switches);
       switches_.push_back(sw.get());
       sim_->add(std::move(sw));
     }
   }
   std::vector<uint32_t> partition_of = partitioning_.partition_of;
-  if (!collectives_->empty()) {
+  if (!collectives.empty()) {
     // One GPU node component per node that has ranks, in the partition of its NICs.
-    std::vector<bool> used(static_cast<size_t>(topology_.gpu_nodes()), false);
-    for (const std::vector<int>& nodes : collectives_->spec_nodes) {
+    std::vector<bool> used(static_cast<size_t>(topology.gpu_nodes()), false);
+    for (const std::vector<int>& nodes : collectives.spec_nodes) {
       for (int v : nodes) used[v] = true;
     }
     std::vector<ComponentId> ids(used.size(), 0);
@@ -243,16 +114,16 @@ Fabric::Fabric(const ScenarioDocument& doc, int threads, Transport* transport)
     for (int v = 0; v < static_cast<int>(used.size()); ++v) {
       if (!used[v]) continue;
       std::vector<ComponentId> nics;
-      for (int i = 0; i < topology_.nics_per_node; ++i) {
-        const int host = v * topology_.nics_per_node + i;
+      for (int i = 0; i < topology.nics_per_node; ++i) {
+        const int host = v * topology.nics_per_node + i;
         nics.push_back(static_cast<ComponentId>(host));
         nics_[host]->set_host(ids[v]);
       }
-      auto node = std::make_unique<GpuNode>("node" + std::to_string(v), v, *collectives_, topology_,
-                                            ids, nics);
+      auto node = std::make_unique<GpuNode>("node" + std::to_string(v), v, spec_.collectives,
+                                            topology, ids, nics);
       gpu_nodes_.push_back(node.get());
       sim_->add(std::move(node));
-      const int anchor = v * topology_.nics_per_node + v % topology_.nics_per_node;
+      const int anchor = v * topology.nics_per_node + v % topology.nics_per_node;
       partition_of.push_back(partitioning_.partition_of[anchor]);
     }
   }
@@ -260,7 +131,7 @@ Fabric::Fabric(const ScenarioDocument& doc, int threads, Transport* transport)
   sim_->set_between_windows([this] { PacketPool::return_packets(pools_); });
   if (distributed) {
     auto codec = std::make_unique<PacketCodec>(pools_);
-    const auto nodes = static_cast<ComponentId>(topology_.nodes.size());
+    const auto nodes = static_cast<ComponentId>(topology.nodes.size());
     codec->is_node_ = [nodes](ComponentId id) { return id < nodes; };
     codec_ = std::move(codec);
     sim_->set_transport(transport_, codec_.get());
@@ -269,85 +140,40 @@ Fabric::Fabric(const ScenarioDocument& doc, int threads, Transport* transport)
     auto& c = static_cast<NetworkNode&>(sim_->component(static_cast<ComponentId>(v)));
     return c.ports();
   };
-  for (int v = 0; v < static_cast<int>(topology_.nodes.size()); ++v) {
-    node_ports(v).resize(static_cast<size_t>(topology_.nodes[v].ports));
+  for (int v = 0; v < static_cast<int>(topology.nodes.size()); ++v) {
+    node_ports(v).resize(static_cast<size_t>(topology.nodes[v].ports));
   }
-  for (const TopologyLink& l : topology_.links) {
-    EgressPort& a = node_ports(l.a)[l.a_port];
-    EgressPort& b = node_ports(l.b)[l.b_port];
-    a.set_rate(l.rate);
-    b.set_rate(l.rate);
-    a.delay = b.delay = l.delay;
-    a.peer = static_cast<ComponentId>(l.b);
-    a.peer_port = static_cast<uint32_t>(l.b_port);
-    b.peer = static_cast<ComponentId>(l.a);
-    b.peer_port = static_cast<uint32_t>(l.a_port);
+  for (const Link& l : topology.links) {
+    wire(l, node_ports(l.a)[l.a_port], node_ports(l.b)[l.b_port]);
   }
-  for (const FlowSpec& f : flows_) {
+  for (const FlowSpec& f : spec_.flows) {
     const uint32_t sq = nics_[f.src]->add_send_qp(f);
     const uint32_t rq = nics_[f.dst]->add_receive_qp(f, sq);
     nics_[f.src]->connect_send_qp(sq, rq);
   }
-  if (!collectives_->empty()) build_collectives();
+  add_connection_qps();
   for (HostNic* nic : nics_) nic->begin();
   for (Switch* sw : switches_) sw->begin();
   for (GpuNode* node : gpu_nodes_) node->begin();
 }
 
-// Every connection any size of any collective uses, with its NIC queue pairs, and the
-// latencies of the control messages (slot credits, barriers) that cross the network.
-void Fabric::build_collectives() {
-  CollectiveSetup& setup = *collectives_;
-  Time hop{};
-  for (const TopologyLink& l : topology_.links) {
-    hop = std::max(hop, l.delay + roce::wire_time(roce::ack_frame(), l.rate));
-  }
-  auto path = [&](int src_host, int dst_host) {
-    return hop * routing_->distance(src_host, dst_host) + setup.gpu.pcie_latency;
-  };
-  const int qps = setup.nccl.qps_per_connection;
-  for (const CollectiveOp& op : setup.ops) {
-    const CollectiveSpec& spec = setup.specs[op.spec];
-    const nccl::Plan plan = nccl::make_plan(op.plan, [](int) { return false; });
-    for (const nccl::Connection& c : plan.connections) {
-      const auto key = std::make_tuple(op.spec, c.src, c.dst, c.channel);
-      if (setup.connection_index.count(key)) continue;
-      const auto id = static_cast<uint32_t>(setup.connections.size());
-      setup.connection_index[key] = id;
-      CollectiveConnection conn;
-      conn.spec = op.spec;
-      conn.src_rank = c.src;
-      conn.dst_rank = c.dst;
-      conn.channel = c.channel;
-      const int src_gpu = spec.gpus[c.src], dst_gpu = spec.gpus[c.dst];
-      if (topology_.node_of_gpu(src_gpu) == topology_.node_of_gpu(dst_gpu)) {
-        conn.kind = LinkKind::NvLink;
-      } else {
-        conn.kind = LinkKind::Net;
-        conn.src_host = topology_.nic_of_gpu(src_gpu);
-        conn.dst_host = topology_.nic_of_gpu(dst_gpu);
-        for (int q = 0; q < qps; ++q) {
-          const uint32_t sq = nics_[conn.src_host]->add_connection_send_qp(
-              id, conn.dst_host, spec.dscp, static_cast<uint32_t>(q), static_cast<uint32_t>(qps));
-          const uint32_t rq = nics_[conn.dst_host]->add_connection_receive_qp(
-              id, conn.src_host, spec.dscp, sq, static_cast<uint32_t>(q),
-              static_cast<uint32_t>(qps));
-          nics_[conn.src_host]->connect_send_qp(sq, rq);
-          conn.send_qps.push_back(sq);
-        }
-        conn.credit_latency = path(conn.dst_host, conn.src_host);
-      }
-      setup.connections.push_back(std::move(conn));
+// The NIC queue pairs of every network connection of the collectives: ib_qps_per_connection
+// QPs each, messages alternating over them.
+void Fabric::add_connection_qps() {
+  CollectiveSetup& setup = spec_.collectives;
+  const auto qps = static_cast<uint32_t>(setup.nccl.qps_per_connection);
+  for (uint32_t id = 0; id < setup.connections.size(); ++id) {
+    CollectiveConnection& conn = setup.connections[id];
+    if (conn.transport != CollectiveTransport::Net) continue;
+    const int dscp = setup.specs[conn.spec].dscp;
+    for (uint32_t q = 0; q < qps; ++q) {
+      const uint32_t sq =
+          nics_[conn.src_host]->add_connection_send_qp(id, conn.dst_host, dscp, q, qps);
+      const uint32_t rq =
+          nics_[conn.dst_host]->add_connection_receive_qp(id, conn.src_host, dscp, sq, q, qps);
+      nics_[conn.src_host]->connect_send_qp(sq, rq);
+      conn.send_qps.push_back(sq);
     }
-  }
-  for (uint32_t s = 0; s < setup.specs.size(); ++s) {
-    const std::vector<int>& nodes = setup.spec_nodes[s];
-    Time latency = setup.nccl.nvlink_step_latency;
-    const int first = nodes.front() * topology_.nics_per_node;
-    for (int v : nodes) {
-      if (v != nodes.front()) latency = std::max(latency, path(first, v * topology_.nics_per_node));
-    }
-    setup.barrier_latency.push_back(latency);
   }
 }
 
@@ -355,14 +181,14 @@ RunResult Fabric::run(const Simulator::Progress& progress) {
   const auto wall_start = std::chrono::steady_clock::now();
   const RunCounters counters = sim_->run(run_.end, progress, run_.threads);
   const auto wall_end = std::chrono::steady_clock::now();
-  for (size_t v = 0; v < topology_.nodes.size(); ++v) {
+  for (size_t v = 0; v < spec_.topology.nodes.size(); ++v) {
     static_cast<NetworkNode&>(sim_->component(static_cast<ComponentId>(v)))
         .close_pauses(counters.last_event_time);
   }
 
   RunResult r;
-  r.scenario_text = scenario_text_;
-  r.scenario_file = scenario_file_;
+  r.scenario_text = spec_.scenario_text;
+  r.scenario_file = spec_.scenario_file;
   r.seed = run_.seed;
   r.fingerprint = sim_->fingerprint();
   r.events = counters.events;
@@ -374,12 +200,12 @@ RunResult Fabric::run(const Simulator::Progress& progress) {
   for (const PacketPool& pool : pools_) r.peak_packets_in_pool += pool.capacity();
   r.partitions = static_cast<int>(partitioning_.partitions);
   r.threads = run_.threads;
-  r.topology = topology_.kind;
-  r.hosts = topology_.hosts;
+  r.topology = spec_.topology.kind;
+  r.hosts = spec_.topology.hosts;
   r.switches = static_cast<int>(switches_.size());
-  r.flows.resize(flows_.size());
-  for (size_t i = 0; i < flows_.size(); ++i) r.flows[i].spec = flows_[i];
-  r.congestion_control = congestion_control_;
+  r.flows.resize(spec_.flows.size());
+  for (size_t i = 0; i < spec_.flows.size(); ++i) r.flows[i].spec = spec_.flows[i];
+  r.congestion_control = spec_.congestion_control;
   for (HostNic* nic : nics_) {
     nic->collect(r.flows);
     r.data_packets_sent += nic->data_packets_sent();
@@ -391,30 +217,26 @@ RunResult Fabric::run(const Simulator::Progress& progress) {
   }
   GpuNodeRecords collective_records;
   for (const GpuNode* node : gpu_nodes_) collective_records.append(node->records());
-  if (!collectives_->empty() && !sim_->distributed()) collect_collectives(r, collective_records);
+  if (!spec_.collectives.empty() && !sim_->distributed())
+    collect_collectives(r, collective_records);
   std::stable_sort(r.rate_samples.begin(), r.rate_samples.end(),
                    [](const RateSampleRecord& a, const RateSampleRecord& b) {
                      return a.time < b.time || (a.time == b.time && a.flow < b.flow);
                    });
   // Ports in node order; queue samples re-indexed to the global port list.
-  std::vector<uint32_t> first_port(topology_.nodes.size());
-  std::vector<std::vector<std::string>> peer_names(topology_.nodes.size());
-  for (size_t v = 0; v < topology_.nodes.size(); ++v)
-    peer_names[v].resize(topology_.nodes[v].ports);
-  for (const TopologyLink& l : topology_.links) {
-    peer_names[l.a][l.a_port] = topology_.nodes[l.b].name;
-    peer_names[l.b][l.b_port] = topology_.nodes[l.a].name;
-  }
-  for (size_t v = 0; v < topology_.nodes.size(); ++v) {
+  std::vector<uint32_t> first_port(spec_.topology.nodes.size());
+  for (size_t v = 0; v < spec_.topology.nodes.size(); ++v) {
     first_port[v] = static_cast<uint32_t>(r.ports.size());
     const auto& node = static_cast<NetworkNode&>(sim_->component(static_cast<ComponentId>(v)));
     for (uint32_t p = 0; p < node.ports().size(); ++p) {
       const EgressPort& port = node.ports()[p];
       PortRecord rec;
-      rec.node = topology_.nodes[v].name;
-      rec.switch_port = topology_.nodes[v].kind == NodeKind::Switch;
+      rec.node = spec_.topology.nodes[v].name;
+      rec.switch_port = spec_.topology.nodes[v].kind == NodeKind::Switch;
       rec.port = p;
-      rec.peer = peer_names[v][p];
+      rec.peer =
+          spec_.topology.nodes[spec_.topology.peer(static_cast<int>(v), static_cast<int>(p)).node]
+              .name;
       rec.rate = port.rate;
       rec.busy_time = port.busy_time;
       rec.counters = port.counters;
@@ -425,10 +247,10 @@ RunResult Fabric::run(const Simulator::Progress& progress) {
     }
   }
   for (size_t s = 0; s < switches_.size(); ++s) {
-    const int v = topology_.hosts + static_cast<int>(s);
+    const int v = spec_.topology.hosts + static_cast<int>(s);
     const SharedBuffer& b = switches_[s]->buffer();
     BufferRecord rec;
-    rec.node = topology_.nodes[v].name;
+    rec.node = spec_.topology.nodes[v].name;
     rec.buffer = b.size();
     rec.shared_pool = b.shared_pool();
     for (size_t p = 0; p < switches_[s]->ports().size(); ++p) {
@@ -450,7 +272,7 @@ RunResult Fabric::run(const Simulator::Progress& progress) {
     if (transport_->rank() == 0) {
       GpuNodeRecords all_records;
       RunResult merged = merge_results(texts, run_.seed, all_records);
-      if (!collectives_->empty()) collect_collectives(r, all_records);
+      if (!spec_.collectives.empty()) collect_collectives(r, all_records);
       for (FlowRecord& f : merged.flows) f.spec = r.flows[f.spec.id].spec;
       std::swap(r.flows, merged.flows);
       std::swap(r.ports, merged.ports);
@@ -475,10 +297,10 @@ namespace fabtwin {
 
 // nccl-tests rows from the ranks' timings, and the timelines gathered from every GPU node.
 void Fabric::collect_collectives(RunResult& r, const GpuNodeRecords& records) const {
-  const CollectiveSetup& setup = *collectives_;
-  for (int g = 0; g < topology_.gpus(); ++g) {
-    r.gpus.push_back("node" + std::to_string(topology_.node_of_gpu(g)) + "/gpu" +
-                     std::to_string(g % topology_.gpus_per_node));
+  const CollectiveSetup& setup = spec_.collectives;
+  for (int g = 0; g < spec_.topology.gpus(); ++g) {
+    r.gpus.push_back("node" + std::to_string(spec_.topology.node_of_gpu(g)) + "/gpu" +
+                     std::to_string(g % spec_.topology.gpus_per_node));
   }
   std::vector<std::vector<RankTiming>> timings(setup.ops.size());
   for (const RankTiming& t : records.timings) timings[t.op].push_back(t);

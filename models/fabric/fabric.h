@@ -1,54 +1,43 @@
-// A whole simulated fabric built from a scenario: topology, routing, switches, NICs and
-// traffic on one simulator. Building it checks the scenario completely, so a mistake is
-// reported before anything runs or is written.
+// A whole simulated fabric instantiated from a resolved scenario (FabricSpec): switches, NICs
+// and GPU nodes on one simulator, partitioned over threads or MPI ranks, and the run that
+// gathers their records into a RunResult.
 #pragma once
 
 #include <memory>
 #include <vector>
 
-#include "models/collectives/collective.h"
 #include "models/collectives/gpu_node.h"
-#include "models/nic/host_nic.h"
+#include "models/fabric/fabric_spec.h"
 #include "models/fabric/partitioning.h"
-#include "models/net/routing.h"
 #include "models/fabric/run_result.h"
 #include "models/net/switch.h"
-#include "models/fabric/topology.h"
-#include "sim/scenario_file.h"
+#include "models/nic/host_nic.h"
 #include "sim/simulator.h"
 
 namespace fabtwin {
-
-struct RunConfig {
-  Time end{};
-  uint64_t seed = 1;
-  int threads = 0;  // 0: every hardware thread
-};
 
 class Fabric {
  public:
   // `threads` > 0 overrides run.threads. With a transport of several ranks (mpirun), each rank
   // runs its share of the partitions (one per rank) and rank 0's run() returns the whole result.
+  explicit Fabric(FabricSpec spec, int threads = 0, Transport* transport = nullptr);
+  // Resolves `scenario` first (FabricSpec::resolve).
   explicit Fabric(const ScenarioDocument& scenario, int threads = 0,
                   Transport* transport = nullptr);
   ~Fabric();
 
   RunResult run(const Simulator::Progress& progress = {});
 
-  const Topology& topology() const { return topology_; }
-  const std::vector<FlowSpec>& flows() const { return flows_; }
+  const FabricSpec& spec() const { return spec_; }
+  const Topology& topology() const { return spec_.topology; }
+  const std::vector<FlowSpec>& flows() const { return spec_.flows; }
   const RunConfig& run_config() const { return run_; }
   const FabricPartitioning& partitioning() const { return partitioning_; }
-  const CollectiveSetup& collectives() const { return *collectives_; }
-
-  static RunConfig read_run_config(const nlohmann::json& scenario);
+  const CollectiveSetup& collectives() const { return spec_.collectives; }
 
  private:
-  std::string scenario_text_;
-  std::string scenario_file_;
-  RunConfig run_;
-  Topology topology_;
-  std::unique_ptr<RoutingTable> routing_;
+  FabricSpec spec_;  // the collectives' connections gain their NIC queue pairs here
+  RunConfig run_;    // the spec's, with the thread count resolved
   FabricPartitioning partitioning_;
   std::vector<PacketPool> pools_;  // one per partition
   Transport* transport_ = nullptr;
@@ -56,16 +45,10 @@ class Fabric {
   std::unique_ptr<Simulator> sim_;
   std::vector<HostNic*> nics_;
   std::vector<Switch*> switches_;
-  std::vector<FlowSpec> flows_;
-  std::string congestion_control_;
-  std::unique_ptr<CollectiveSetup> collectives_;
   std::vector<GpuNode*> gpu_nodes_;
 
-  void build_collectives();
+  void add_connection_qps();
   void collect_collectives(RunResult& r, const GpuNodeRecords& records) const;
 };
-
-// Every parameter group fabtwin declares, in the order `fabtwin describe` prints them.
-std::vector<const ParamGroup*> all_param_groups();
 
 }  // namespace fabtwin

@@ -10,7 +10,7 @@ FabricPartitioning partition_fabric(const Topology& topo, int parts, bool keep_n
   FabricPartitioning result;
   result.partition_of.assign(n, 0);
   std::vector<std::vector<int>> neighbours(n);
-  for (const TopologyLink& l : topo.links) {
+  for (const Link& l : topo.links) {
     neighbours[l.a].push_back(l.b);
     neighbours[l.b].push_back(l.a);
   }
@@ -75,7 +75,7 @@ FabricPartitioning partition_fabric(const Topology& topo, int parts, bool keep_n
   for (int h = 0; h < topo.hosts; ++h) {
     if (home[h] >= 0) result.partition_of[h] = result.partition_of[home[h]];
   }
-  for (const TopologyLink& l : topo.links) {
+  for (const Link& l : topo.links) {
     if (result.partition_of[l.a] == result.partition_of[l.b]) continue;
     ++result.cut_links;
     if (l.delay.ps <= 0) {

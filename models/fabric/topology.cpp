@@ -52,23 +52,47 @@ const ParamGroup kLinkParams{
          "100GbE, common RoCE NIC speed"},
         {"delay", ParamType::Time, "\"1us\"",
          "propagation delay of every link (about 200 m of fibre at 5 ns/m)", "fabtwin"},
+        {"mtu", ParamType::Text, "\"auto\"",
+         "Ethernet port MTU: the largest IP packet a port carries (1500B up to 9216B); the "
+         "automatic PFC headroom allows for a frame of this MTU. \"auto\": just the NICs' "
+         "largest RoCE frame (nic.mtu is the RoCE payload, set separately)",
+         "IEEE 802.3 MTU 1500B; data-centre switches take jumbo frames up to 9216B"},
     }};
 
-int Topology::add_node(NodeKind kind, std::string name) {
-  nodes.push_back({kind, std::move(name), 0});
+const char* tier_name(Tier tier) {
+  switch (tier) {
+    case Tier::Host:
+      return "host";
+    case Tier::Leaf:
+      return "leaf";
+    case Tier::Spine:
+      return "spine";
+    case Tier::Core:
+      return "core";
+  }
+  return "?";
+}
+
+int Topology::add_node(Tier tier, std::string name, int rail) {
+  const NodeKind kind = tier == Tier::Host ? NodeKind::Host : NodeKind::Switch;
+  nodes.push_back({kind, std::move(name), 0, tier, rail});
+  peers.emplace_back();
   if (kind == NodeKind::Host) ++hosts;
   return static_cast<int>(nodes.size()) - 1;
 }
 
 void Topology::connect(int a, int b, BitsPerSec rate, Time delay) {
-  links.push_back({a, nodes[a].ports++, b, nodes[b].ports++, rate, delay});
+  const int a_port = nodes[a].ports++, b_port = nodes[b].ports++;
+  links.push_back({a, a_port, b, b_port, rate, delay});
+  peers[a].push_back({b, b_port});
+  peers[b].push_back({a, a_port});
 }
 
 Topology build_star(int hosts, BitsPerSec rate, Time delay) {
   Topology t;
   t.kind = "star";
-  for (int h = 0; h < hosts; ++h) t.add_node(NodeKind::Host, "host" + std::to_string(h));
-  const int sw = t.add_node(NodeKind::Switch, "switch");
+  for (int h = 0; h < hosts; ++h) t.add_node(Tier::Host, "host" + std::to_string(h));
+  const int sw = t.add_node(Tier::Leaf, "switch");
   for (int h = 0; h < hosts; ++h) t.connect(sw, h, rate, delay);
   return t;
 }
@@ -78,13 +102,12 @@ Topology build_leaf_spine(int leaves, int spines, int hosts_per_leaf, BitsPerSec
   Topology t;
   t.kind = "leaf_spine";
   for (int h = 0; h < leaves * hosts_per_leaf; ++h) {
-    t.add_node(NodeKind::Host, "host" + std::to_string(h));
+    t.add_node(Tier::Host, "host" + std::to_string(h));
   }
   std::vector<int> leaf(leaves), spine(spines);
-  for (int l = 0; l < leaves; ++l)
-    leaf[l] = t.add_node(NodeKind::Switch, "leaf" + std::to_string(l));
+  for (int l = 0; l < leaves; ++l) leaf[l] = t.add_node(Tier::Leaf, "leaf" + std::to_string(l));
   for (int s = 0; s < spines; ++s) {
-    spine[s] = t.add_node(NodeKind::Switch, "spine" + std::to_string(s));
+    spine[s] = t.add_node(Tier::Spine, "spine" + std::to_string(s));
   }
   for (int l = 0; l < leaves; ++l) {
     for (int h = 0; h < hosts_per_leaf; ++h)
@@ -100,22 +123,22 @@ Topology build_fat_tree(int k, BitsPerSec rate, Time delay) {
   Topology t;
   t.kind = "fat_tree";
   const int half = k / 2;
-  for (int h = 0; h < k * half * half; ++h) t.add_node(NodeKind::Host, "host" + std::to_string(h));
+  for (int h = 0; h < k * half * half; ++h) t.add_node(Tier::Host, "host" + std::to_string(h));
   std::vector<int> edge(k * half), agg(k * half), core(half * half);
   for (int p = 0; p < k; ++p) {
     for (int i = 0; i < half; ++i) {
       edge[p * half + i] =
-          t.add_node(NodeKind::Switch, "edge" + std::to_string(p) + "." + std::to_string(i));
+          t.add_node(Tier::Leaf, "edge" + std::to_string(p) + "." + std::to_string(i));
     }
   }
   for (int p = 0; p < k; ++p) {
     for (int i = 0; i < half; ++i) {
       agg[p * half + i] =
-          t.add_node(NodeKind::Switch, "agg" + std::to_string(p) + "." + std::to_string(i));
+          t.add_node(Tier::Spine, "agg" + std::to_string(p) + "." + std::to_string(i));
     }
   }
   for (int c = 0; c < half * half; ++c)
-    core[c] = t.add_node(NodeKind::Switch, "core" + std::to_string(c));
+    core[c] = t.add_node(Tier::Core, "core" + std::to_string(c));
   // Edge ports 0..k/2-1 face hosts, k/2..k-1 face the pod's aggregation switches; aggregation
   // switch i of every pod connects to core switches i*k/2 .. i*k/2+k/2-1.
   for (int p = 0; p < k; ++p) {
@@ -187,20 +210,21 @@ Topology build_rail_optimized(int nodes, int gpus_per_node, int nics_per_node, i
   t.nics_per_node = nics_per_node;
   for (int n = 0; n < nodes; ++n) {
     for (int i = 0; i < nics_per_node; ++i) {
-      t.add_node(NodeKind::Host, "node" + std::to_string(n) + "-nic" + std::to_string(i));
+      t.add_node(Tier::Host, "node" + std::to_string(n) + "-nic" + std::to_string(i), i);
     }
   }
   std::vector<int> leaf(nics_per_node * leaves_per_rail), spine(spines);
   for (int r = 0; r < nics_per_node; ++r) {
     for (int l = 0; l < leaves_per_rail; ++l) {
       leaf[r * leaves_per_rail + l] = t.add_node(
-          NodeKind::Switch, leaves_per_rail == 1
-                                ? "rail" + std::to_string(r)
-                                : "rail" + std::to_string(r) + "-leaf" + std::to_string(l));
+          Tier::Leaf,
+          leaves_per_rail == 1 ? "rail" + std::to_string(r)
+                               : "rail" + std::to_string(r) + "-leaf" + std::to_string(l),
+          r);
     }
   }
   for (int s = 0; s < spines; ++s) {
-    spine[s] = t.add_node(NodeKind::Switch, "spine" + std::to_string(s));
+    spine[s] = t.add_node(Tier::Spine, "spine" + std::to_string(s));
   }
   // Leaf ports first face the leaf's nodes (in node order), then the spines.
   for (int r = 0; r < nics_per_node; ++r) {
@@ -226,6 +250,11 @@ Topology read_topology(const nlohmann::json& scenario) {
   ParamReader link(link_section, "fabric.link", kLinkParams);
   const BitsPerSec rate = link.rate("rate");
   const Time delay = link.time("delay");
+  const std::optional<Bytes> mtu = link.bytes_or("mtu", "auto");
+  if (mtu && (mtu->count < 1500 || mtu->count > 9216)) {
+    throw ScenarioError(link.path_of("mtu"),
+                        "expected an Ethernet MTU of 1500B to 9216B, found " + format_bytes(*mtu));
+  }
   link.finish();
 
   const nlohmann::json section =
@@ -265,6 +294,7 @@ Topology read_topology(const nlohmann::json& scenario) {
     t = build_fat_tree(static_cast<int>(k), rate, delay);
   }
   r.finish();
+  t.ethernet_mtu = mtu ? mtu->count : 0;
   return t;
 }
 

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "models/net/link.h"
 #include "sim/params.h"
 #include "sim/units.h"
 
@@ -12,17 +13,25 @@ namespace fabtwin {
 
 enum class NodeKind { Host, Switch };
 
+// Where a node sits in the fabric: hosts (NICs), then the switch tiers from the hosts up. The
+// star's switch and every top-of-rack, edge or rail switch is a leaf; leaf-spine spines,
+// fat-tree aggregation switches and the spines joining rails are spines; fat-tree core
+// switches are core.
+enum class Tier : uint8_t { Host, Leaf, Spine, Core };
+const char* tier_name(Tier tier);
+
 struct TopologyNode {
   NodeKind kind;
   std::string name;
   int ports = 0;
+  Tier tier = Tier::Host;
+  int rail = -1;  // rail-optimized: the rail of a NIC or a rail leaf; -1 elsewhere
 };
 
-// One full-duplex link: port `a_port` of node `a` to port `b_port` of node `b`.
-struct TopologyLink {
-  int a, a_port, b, b_port;
-  BitsPerSec rate;
-  Time delay;
+// The other end of a port: node and its port.
+struct PortPeer {
+  int node = -1;
+  int port = -1;
 };
 
 // Hosts are nodes 0..hosts-1 (so a host index is its node id); switches follow.
@@ -33,11 +42,13 @@ struct TopologyLink {
 struct Topology {
   std::string kind;
   std::vector<TopologyNode> nodes;
-  std::vector<TopologyLink> links;
+  std::vector<Link> links;
+  std::vector<std::vector<PortPeer>> peers;  // [node][port]: what the port is wired to
   int hosts = 0;
   double oversubscription = 1.0;  // host-facing over uplink capacity at the first tier
   int gpus_per_node = 1;
-  int nics_per_node = 1;  // divides gpus_per_node
+  int nics_per_node = 1;     // divides gpus_per_node
+  int64_t ethernet_mtu = 0;  // fabric.link.mtu: IP packet bytes a port carries; 0 = auto
 
   int gpu_nodes() const { return hosts / nics_per_node; }
   int gpus() const { return gpu_nodes() * gpus_per_node; }
@@ -50,7 +61,9 @@ struct Topology {
   }
   int node_of_host(int host) const { return host / nics_per_node; }
 
-  int add_node(NodeKind kind, std::string name);
+  // A node of `tier` (hosts are Tier::Host, everything else a switch).
+  int add_node(Tier tier, std::string name, int rail = -1);
+  const PortPeer& peer(int node, int port) const { return peers[node][port]; }
   // Connects the next free port of `a` to the next free port of `b`.
   void connect(int a, int b, BitsPerSec rate, Time delay);
 };

@@ -5,6 +5,8 @@
 
 namespace fabtwin::roce {
 
+// Ethernet header 14 + FCS 4: what a frame adds to the IP packet an Ethernet MTU counts.
+inline constexpr int kEthernetBytes = 14 + 4;
 // Ethernet 14 + IPv4 20 + UDP 8 + InfiniBand BTH 12 + ICRC 4 + FCS 4 (no VLAN tag).
 inline constexpr int kHeaderBytes = 14 + 20 + 8 + 12 + 4 + 4;
 // RETH (16 B) on the first packet of an RDMA WRITE carries the remote address and length.

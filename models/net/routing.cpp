@@ -24,7 +24,7 @@ RoutingTable::RoutingTable(const Topology& topo) {
   using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS>;
   Graph g(n);
   std::vector<std::vector<int>> attached(hosts);  // switches each host hangs off
-  for (const TopologyLink& l : topo.links) {
+  for (const Link& l : topo.links) {
     const bool a_host = topo.nodes[l.a].kind == NodeKind::Host;
     const bool b_host = topo.nodes[l.b].kind == NodeKind::Host;
     if (!a_host && !b_host) boost::add_edge(l.a, l.b, g);
@@ -77,21 +77,16 @@ RoutingTable::RoutingTable(const Topology& topo) {
     }
   }
 
-  // Per-node port lists: a port is a next hop toward h if its neighbour is one hop closer.
-  std::vector<std::vector<std::pair<int, int>>> neighbours(n);  // (port, node)
-  for (const TopologyLink& l : topo.links) {
-    neighbours[l.a].push_back({l.a_port, l.b});
-    neighbours[l.b].push_back({l.b_port, l.a});
-  }
+  // Per-switch port lists: a port is a next hop toward h if its neighbour is one hop closer.
   tables_.resize(n);
   for (int v = hosts; v < n; ++v) {  // switches only: a host sends on its own link
-    NodeTable& t = tables_[v];
-    std::sort(neighbours[v].begin(), neighbours[v].end());
+    ForwardingTable& t = tables_[v];
     t.offsets.reserve(hosts + 1);
     for (int h = 0; h < hosts; ++h) {
       t.offsets.push_back(static_cast<uint32_t>(t.ports.size()));
       if (distance_[v][h] >= kFar) continue;  // a switch no host path crosses
-      for (const auto& [port, peer] : neighbours[v]) {
+      for (int port = 0; port < topo.nodes[v].ports; ++port) {
+        const int peer = topo.peer(v, port).node;
         const bool peer_is_host = topo.nodes[peer].kind == NodeKind::Host;
         if (peer_is_host && peer != h) continue;  // hosts do not forward
         if (distance_[peer][h] == distance_[v][h] - 1)

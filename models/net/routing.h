@@ -1,5 +1,7 @@
-// Shortest-path routing tables with equal-cost multipath: for every switch and destination
-// host, the egress ports that lie on a shortest path. Hosts never forward.
+// Forwarding: each switch's table gives, for every destination host, its equal-cost egress
+// ports (an ECMP group). Shortest-path routing computes the tables of a whole topology; a
+// switch owns a copy of its own, so that one switch's entries can change during a run without
+// touching any other. Hosts never forward.
 #pragma once
 
 #include <cstdint>
@@ -10,25 +12,32 @@
 
 namespace fabtwin {
 
+// One switch's forwarding entries.
+struct ForwardingTable {
+  std::vector<uint32_t> offsets;  // hosts + 1 entries into `ports` (empty at a host)
+  std::vector<uint16_t> ports;
+
+  std::span<const uint16_t> next_hops(int dst_host) const {
+    const uint32_t begin = offsets[dst_host];
+    return {ports.data() + begin, offsets[dst_host + 1] - begin};
+  }
+};
+
 class RoutingTable {
  public:
-  // Computes the tables; throws ScenarioError if some host cannot reach another.
+  RoutingTable() = default;
+  // Computes shortest-path tables; throws ScenarioError if some host cannot reach another.
   explicit RoutingTable(const Topology& topology);
 
+  const ForwardingTable& table(int node) const { return tables_[node]; }
   std::span<const uint16_t> next_hops(int node, int dst_host) const {
-    const NodeTable& t = tables_[node];
-    const uint32_t begin = t.offsets[dst_host];
-    return {t.ports.data() + begin, t.offsets[dst_host + 1] - begin};
+    return tables_[node].next_hops(dst_host);
   }
   // Hops (links) from `node` to `dst_host`.
   int distance(int node, int dst_host) const { return distance_[node][dst_host]; }
 
  private:
-  struct NodeTable {
-    std::vector<uint32_t> offsets;  // hosts + 1 entries into `ports`
-    std::vector<uint16_t> ports;
-  };
-  std::vector<NodeTable> tables_;
+  std::vector<ForwardingTable> tables_;
   std::vector<std::vector<int>> distance_;  // [node][host]
 };
 

@@ -4,9 +4,11 @@
 
 namespace fabtwin {
 
-Switch::Switch(std::string name, PacketPool& pool, const RoutingTable& routing, int node,
+Switch::Switch(std::string name, PacketPool& pool, ForwardingTable forwarding, int node,
                const SwitchConfig& config)
-    : NetworkNode(std::move(name), pool), routing_(routing), node_(node), config_(config) {
+    : NetworkNode(std::move(name), pool),
+      forwarding_(std::move(forwarding)),
+      config_(config) {
   ecmp_salt_ = static_cast<uint32_t>(mix64(static_cast<uint64_t>(node), 0xEC3B));
 }
 
@@ -53,7 +55,7 @@ void Switch::on_arrival(uint32_t in_port, Packet* p) {
   }
   const int prio = config_.dscp_to_priority[p->dscp];  // trust DSCP
   p->priority = static_cast<uint8_t>(prio);
-  const auto hops = routing_.next_hops(node_, static_cast<int>(p->dst_host));
+  const auto hops = forwarding_.next_hops(static_cast<int>(p->dst_host));
   const uint32_t out =
       hops.size() == 1 ? hops[0] : hops[ecmp_pick(p->ecmp_hash, ecmp_salt_, hops.size())];
   EgressPort& port = ports_[out];

@@ -28,7 +28,7 @@ struct BufferSample {
 
 class Switch final : public NetworkNode {
  public:
-  Switch(std::string name, PacketPool& pool, const RoutingTable& routing, int node,
+  Switch(std::string name, PacketPool& pool, ForwardingTable forwarding, int node,
          const SwitchConfig& config);
 
   // Sizes the buffer once the ports are wired (headroom depends on each port's link) and
@@ -58,8 +58,7 @@ class Switch final : public NetworkNode {
   void on_pause_frame(uint32_t port, const Packet& p);
   Time refresh_interval(uint32_t port) const;
 
-  const RoutingTable& routing_;
-  int node_;
+  ForwardingTable forwarding_;
   uint32_t ecmp_salt_;
   SwitchConfig config_;
   std::unique_ptr<SharedBuffer> buffer_;

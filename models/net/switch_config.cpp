@@ -6,117 +6,11 @@
 namespace fabtwin {
 namespace {
 
-const ParamGroup kBufferParams{
-    "fabric.switch",
-    "switch",
-    "Switch shared buffer (MMU)",
-    {
-        {"buffer", ParamType::Bytes, "\"32MB\"", "total packet buffer of each switch",
-         "the HPCC and DCQCN ns-3 studies use 32 MB (BUFFER_SIZE); 100GbE ASICs have 16-64 MB"},
-        {"reserve", ParamType::Bytes, "\"4KB\"",
-         "guaranteed buffer per (ingress port, priority group), outside the shared pool",
-         "HPCC ns-3 switch MMU: 4 KB per port and queue"},
-        {"threshold", ParamType::Choice, "\"dynamic\"",
-         "lossless groups' shared-buffer limit (and XOFF point): dynamic = alpha x free shared "
-         "buffer (Choudhury-Hahne), static = static_xoff",
-         "Choudhury and Hahne, IEEE/ACM ToN 6(2), 1998", "dynamic|static"},
-        {"alpha", ParamType::Factor, "\"1/8\"",
-         "dynamic-threshold factor for lossless ingress groups, a number or a power of two like "
-         "\"1/8\"",
-         "HPCC ns-3: pfc_a_shift 3 (alpha 1/8) at the NIC rate; SONiC dynamic_th 2^n"},
-        {"static_xoff", ParamType::Bytes, "\"256KB\"",
-         "static threshold on a lossless group's shared bytes (threshold = static)", "fabtwin"},
-        {"xon_offset", ParamType::Bytes, "\"3KB\"",
-         "XON once a paused group's shared bytes are this far below the threshold (hysteresis)",
-         "HPCC ns-3 switch MMU resume_offset 3 KB"},
-        {"headroom", ParamType::Text, "\"auto\"",
-         "PFC headroom per lossless group and ingress port: auto (mlx5 rule from link speed, "
-         "cable length = delay / 5 ns per m, and MTU) or a size like \"100KB\"",
-         "NVIDIA mlx5 driver calculate_xoff(): (301 + 2.16 x cable m) x Gb/s + 2.72 x MTU"},
-        {"egress_alpha", ParamType::Factor, "\"1\"",
-         "dynamic-threshold factor limiting lossy egress queues; beyond it lossy frames drop",
-         "Choudhury and Hahne 1998; SONiC default dynamic_th 0 (alpha 1)"},
-    }};
-
-const ParamGroup kPfcParams{
-    "fabric.pfc",
-    "pfc",
-    "Priority flow control (IEEE 802.1Qbb)",
-    {
-        {"enabled", ParamType::Boolean, "true",
-         "switches send PAUSE for lossless priorities; every port honours PAUSE it receives",
-         "RoCEv2 deployments run PFC on the RDMA class"},
-        {"lossless_priorities", ParamType::List, "[3]",
-         "priorities treated as lossless (admitted at ingress with headroom, never dropped)",
-         "priority 3 is the customary RoCE class (NVIDIA, SONiC defaults)"},
-        {"pause_quanta", ParamType::Integer, "65535",
-         "pause time an XOFF frame asks for, in quanta of 512 bit times (65535 = 335.5 us at "
-         "100 Gb/s)",
-         "IEEE 802.1Qbb; switches commonly send the maximum and refresh it", "1..65535"},
-        {"refresh_interval", ParamType::Text, "\"auto\"",
-         "while a group stays over its threshold its XOFF is re-sent this often; auto = half the "
-         "pause time at the port's speed",
-         "fabtwin; refreshing before expiry keeps a pause continuous"},
-    }};
-
-const ParamGroup kEcnParams{
-    "fabric.ecn",
-    "ecn",
-    "ECN marking (RED on egress queue depth)",
-    {
-        {"enabled", ParamType::Boolean, "true", "mark ECN-capable packets CE at switch egress",
-         "DCQCN congestion point"},
-        {"kmin", ParamType::Bytes, "\"5KB\"", "queue depth below which nothing is marked",
-         "DCQCN (Zhu et al., SIGCOMM 2015) as restated in the authors' CoNEXT 2016 code"},
-        {"kmax", ParamType::Bytes, "\"200KB\"",
-         "queue depth at and above which every packet is marked",
-         "DCQCN default Kmax = 200 KB (CoNEXT 2016 text)"},
-        {"pmax", ParamType::Probability, "0.01", "marking probability just below kmax",
-         "DCQCN fluid-model code: pmax = 1%"},
-        {"mark_at", ParamType::Choice, "\"dequeue\"",
-         "judge the queue depth when a packet leaves (dequeue) or joins (enqueue) the queue",
-         "DCQCN and most ASICs mark at dequeue", "dequeue|enqueue"},
-        {"by_rate", ParamType::List, "{}",
-         "per-link-speed settings, e.g. {\"100Gbps\": {\"kmin\": \"400KB\", \"kmax\": \"1600KB\", "
-         "\"pmax\": 0.2}}; ports of other speeds use kmin/kmax/pmax",
-         "HPCC ns-3 config: 25G 100/400 KB, 50G 200/800 KB, 100G 400/1600 KB, pmax 0.2"},
-    }};
-
-const ParamGroup kEcnRateParams{
-    "fabric.ecn.by_rate.RATE",
-    "ecn",
-    "ECN marking for one link speed",
-    {
-        {"kmin", ParamType::Bytes, "", "queue depth below which nothing is marked", "fabtwin"},
-        {"kmax", ParamType::Bytes, "", "queue depth at and above which every packet is marked",
-         "fabtwin"},
-        {"pmax", ParamType::Probability, "", "marking probability just below kmax", "fabtwin"},
-    }};
-
-const ParamGroup kQosParams{
-    "fabric.qos",
-    "qos",
-    "QoS: classification and egress scheduling",
-    {
-        {"dscp_to_priority", ParamType::List, "{}",
-         "trust DSCP: map of DSCP (0..63, as a string key) to priority; unlisted DSCPs map to "
-         "DSCP / 8",
-         "Linux/ConnectX default dscp2prio is DSCP >> 3 (26 -> 3, 48 -> 6)"},
-        {"strict_priorities", ParamType::List, "[6, 7]",
-         "priorities served strictly before the others (control traffic such as CNPs)",
-         "ConnectX sends CNPs on priority 6 (cnp_802p_prio)"},
-        {"weights", ParamType::List, "[1, 1, 1, 1, 1, 1, 1, 1]",
-         "DWRR weights of priorities 0..7 among the non-strict queues", "fabtwin (equal shares)"},
-        {"quantum", ParamType::Bytes, "\"9216B\"",
-         "DWRR credit per unit of weight per round (at least one jumbo frame)", "fabtwin"},
-    }};
-
 const nlohmann::json& sub(const nlohmann::json& j, const char* key) {
   static const nlohmann::json none;
   return j.is_object() && j.contains(key) ? j[key] : none;
 }
 
-// 0.125, "0.125", "1/8", "2" -> a positive factor.
 double read_factor(ParamReader& r, const std::string& key) {
   const nlohmann::json v = r.json(key);
   if (v.is_number()) {
@@ -169,135 +63,290 @@ std::vector<int> read_priority_list(ParamReader& r, const std::string& key) {
   return out;
 }
 
-RedMarking read_red(ParamReader& r) {
-  RedMarking red;
-  red.kmin = r.bytes("kmin").count;
-  red.kmax = r.bytes("kmax").count;
-  red.pmax = r.probability("pmax");
+// trust DSCP: every DSCP maps to DSCP / 8 unless the map says otherwise.
+void read_dscp_map(ParamReader& r, SwitchConfig& c) {
+  for (int d = 0; d < 64; ++d) c.dscp_to_priority[d] = static_cast<uint8_t>(d >> 3);
+  const nlohmann::json& map = r.raw("dscp_to_priority");
+  if (!map.is_null() && !map.is_object()) {
+    throw ScenarioError(r.path_of("dscp_to_priority"),
+                        "expected an object like {\"26\": 3}, found " + json_text(map));
+  }
+  if (!map.is_object()) return;
+  for (const auto& [dscp_text, prio] : map.items()) {
+    const std::string path = r.path_of("dscp_to_priority") + "." + dscp_text;
+    int dscp = -1;
+    try {
+      size_t used = 0;
+      dscp = std::stoi(dscp_text, &used);
+      if (used != dscp_text.size()) dscp = -1;
+    } catch (const std::exception&) {
+    }
+    if (dscp < 0 || dscp > 63)
+      throw ScenarioError(path, "expected a DSCP 0..63 as the key, found \"" + dscp_text + "\"");
+    if (!prio.is_number_integer() || prio.get<int>() < 0 || prio.get<int>() > 7) {
+      throw ScenarioError(path, "expected a priority 0..7, found " + json_text(prio));
+    }
+    c.dscp_to_priority[dscp] = static_cast<uint8_t>(prio.get<int>());
+  }
+}
+
+void read_weights(ParamReader& r, SwitchConfig& c) {
+  const nlohmann::json weights = r.json("weights");
+  if (!weights.is_array() || weights.size() != kPriorities) {
+    throw ScenarioError(r.path_of("weights"),
+                        "expected a list of 8 weights, found " + json_text(weights));
+  }
+  for (int i = 0; i < kPriorities; ++i) {
+    if (!weights[i].is_number_integer() || weights[i].get<int>() < 1) {
+      throw ScenarioError(r.path_of("weights") + "[" + std::to_string(i) + "]",
+                          "expected a weight >= 1, found " + json_text(weights[i]));
+    }
+    c.scheduler.weights[i] = weights[i].get<int>();
+  }
+}
+
+using SwitchParams = BoundParams<SwitchConfig>;
+
+const SwitchParams kBufferParams{
+    "fabric.switch",
+    "switch",
+    "Switch shared buffer (MMU)",
+    {
+        SwitchParams::custom(
+            {"buffer", ParamType::Bytes, "\"32MB\"", "total packet buffer of each switch",
+             "the HPCC and DCQCN ns-3 studies use 32 MB (BUFFER_SIZE); 100GbE ASICs have 16-64 MB"},
+            [](ParamReader& r, SwitchConfig& c) {
+              c.mmu.buffer = r.bytes("buffer").count;
+              if (c.mmu.buffer < 2 * roce::kMinFrameBytes) {
+                throw ScenarioError(r.path_of("buffer"),
+                                    "expected room for at least two frames, found " +
+                                        format_bytes(Bytes{c.mmu.buffer}));
+              }
+            }),
+        SwitchParams::custom(
+            {"reserve", ParamType::Bytes, "\"4KB\"",
+             "guaranteed buffer per (ingress port, priority group), outside the shared pool",
+             "HPCC ns-3 switch MMU: 4 KB per port and queue"},
+            [](ParamReader& r, SwitchConfig& c) { c.mmu.reserve = r.bytes("reserve").count; }),
+        SwitchParams::custom(
+            {"threshold", ParamType::Choice, "\"dynamic\"",
+             "lossless groups' shared-buffer limit (and XOFF point): dynamic = alpha x free shared "
+             "buffer (Choudhury-Hahne), static = static_xoff",
+             "Choudhury and Hahne, IEEE/ACM ToN 6(2), 1998", "dynamic|static"},
+            [](ParamReader& r, SwitchConfig& c) {
+              c.mmu.dynamic = r.choice("threshold") == "dynamic";
+            }),
+        SwitchParams::custom(
+            {"alpha", ParamType::Factor, "\"1/8\"",
+             "dynamic-threshold factor for lossless ingress groups, a number or a power of two "
+             "like "
+             "\"1/8\"",
+             "HPCC ns-3: pfc_a_shift 3 (alpha 1/8) at the NIC rate; SONiC dynamic_th 2^n"},
+            [](ParamReader& r, SwitchConfig& c) { c.mmu.alpha = read_factor(r, "alpha"); }),
+        SwitchParams::custom(
+            {"static_xoff", ParamType::Bytes, "\"256KB\"",
+             "static threshold on a lossless group's shared bytes (threshold = static)", "fabtwin"},
+            [](ParamReader& r, SwitchConfig& c) {
+              c.mmu.static_xoff = r.bytes("static_xoff").count;
+            }),
+        SwitchParams::custom(
+            {"xon_offset", ParamType::Bytes, "\"3KB\"",
+             "XON once a paused group's shared bytes are this far below the threshold (hysteresis)",
+             "HPCC ns-3 switch MMU resume_offset 3 KB"},
+            [](ParamReader& r, SwitchConfig& c) {
+              c.mmu.xon_offset = r.bytes("xon_offset").count;
+            }),
+        SwitchParams::custom(
+            {"headroom", ParamType::Text, "\"auto\"",
+             "PFC headroom per lossless group and ingress port: auto (mlx5 rule from link speed, "
+             "cable length = delay / 5 ns per m, and MTU) or a size like \"100KB\"",
+             "NVIDIA mlx5 driver calculate_xoff(): (301 + 2.16 x cable m) x Gb/s + 2.72 x MTU"},
+            [](ParamReader& r, SwitchConfig& c) {
+              const auto headroom = r.bytes_or("headroom", "auto");
+              c.auto_headroom = !headroom;
+              c.headroom = headroom ? headroom->count : 0;
+            }),
+        SwitchParams::custom(
+            {"egress_alpha", ParamType::Factor, "\"1\"",
+             "dynamic-threshold factor limiting lossy egress queues; beyond it lossy frames drop",
+             "Choudhury and Hahne 1998; SONiC default dynamic_th 0 (alpha 1)"},
+            [](ParamReader& r, SwitchConfig& c) {
+              c.mmu.egress_alpha = read_factor(r, "egress_alpha");
+            }),
+    }};
+
+const SwitchParams kPfcParams{
+    "fabric.pfc",
+    "pfc",
+    "Priority flow control (IEEE 802.1Qbb)",
+    {
+        SwitchParams::field(
+            &SwitchConfig::pfc,
+            {"enabled", ParamType::Boolean, "true",
+             "switches send PAUSE for lossless priorities; every port honours PAUSE it receives",
+             "RoCEv2 deployments run PFC on the RDMA class"}),
+        SwitchParams::custom(
+            {"lossless_priorities", ParamType::List, "[3]",
+             "priorities treated as lossless (admitted at ingress with headroom, never dropped)",
+             "priority 3 is the customary RoCE class (NVIDIA, SONiC defaults)"},
+            [](ParamReader& r, SwitchConfig& c) {
+              for (int prio : read_priority_list(r, "lossless_priorities"))
+                c.mmu.lossless[prio] = c.pfc;
+            }),
+        SwitchParams::field(
+            &SwitchConfig::pause_quanta,
+            {"pause_quanta", ParamType::Integer, "65535",
+             "pause time an XOFF frame asks for, in quanta of 512 bit times (65535 = 335.5 us at "
+             "100 Gb/s)",
+             "IEEE 802.1Qbb; switches commonly send the maximum and refresh it", "1..65535"}),
+        SwitchParams::custom({"refresh_interval", ParamType::Text, "\"auto\"",
+                              "while a group stays over its threshold its XOFF is re-sent this "
+                              "often; auto = half the "
+                              "pause time at the port's speed",
+                              "fabtwin; refreshing before expiry keeps a pause continuous"},
+                             [](ParamReader& r, SwitchConfig& c) {
+                               const auto refresh = r.time_or("refresh_interval", "auto");
+                               c.auto_refresh = !refresh;
+                               c.pause_refresh = refresh ? *refresh : Time{};
+                               if (refresh && refresh->ps <= 0) {
+                                 throw ScenarioError(
+                                     r.path_of("refresh_interval"),
+                                     "expected a positive time, found " + format_time(*refresh));
+                               }
+                             }),
+    }};
+
+void check_red(ParamReader& r, const RedMarking& red) {
   if (red.kmin > red.kmax) {
     throw ScenarioError(r.path_of("kmin"), "expected kmin <= kmax, found kmin " +
                                                format_bytes(Bytes{red.kmin}) + " > kmax " +
                                                format_bytes(Bytes{red.kmax}));
   }
-  return red;
 }
+
+const BoundParams<RedMarking> kEcnRateParams{
+    "fabric.ecn.by_rate.RATE",
+    "ecn",
+    "ECN marking for one link speed",
+    {
+        BoundParams<RedMarking>::field(
+            &RedMarking::kmin,
+            {"kmin", ParamType::Bytes, "", "queue depth below which nothing is marked", "fabtwin"}),
+        BoundParams<RedMarking>::field(
+            &RedMarking::kmax,
+            {"kmax", ParamType::Bytes, "", "queue depth at and above which every packet is marked",
+             "fabtwin"}),
+        BoundParams<RedMarking>::field(
+            &RedMarking::pmax,
+            {"pmax", ParamType::Probability, "", "marking probability just below kmax", "fabtwin"}),
+    },
+    check_red};
+
+const SwitchParams kEcnParams{
+    "fabric.ecn",
+    "ecn",
+    "ECN marking (RED on egress queue depth)",
+    {
+        SwitchParams::field(&SwitchConfig::ecn, {"enabled", ParamType::Boolean, "true",
+                                                 "mark ECN-capable packets CE at switch egress",
+                                                 "DCQCN congestion point"}),
+        SwitchParams::custom(
+            {"kmin", ParamType::Bytes, "\"5KB\"", "queue depth below which nothing is marked",
+             "DCQCN (Zhu et al., SIGCOMM 2015) as restated in the authors' CoNEXT 2016 code"},
+            [](ParamReader& r, SwitchConfig& c) { c.red.kmin = r.bytes("kmin").count; }),
+        SwitchParams::custom(
+            {"kmax", ParamType::Bytes, "\"200KB\"",
+             "queue depth at and above which every packet is marked",
+             "DCQCN default Kmax = 200 KB (CoNEXT 2016 text)"},
+            [](ParamReader& r, SwitchConfig& c) { c.red.kmax = r.bytes("kmax").count; }),
+        SwitchParams::custom(
+            {"pmax", ParamType::Probability, "0.01", "marking probability just below kmax",
+             "DCQCN fluid-model code: pmax = 1%"},
+            [](ParamReader& r, SwitchConfig& c) { c.red.pmax = r.probability("pmax"); }),
+        SwitchParams::custom(
+            {"mark_at", ParamType::Choice, "\"dequeue\"",
+             "judge the queue depth when a packet leaves (dequeue) or joins (enqueue) the queue",
+             "DCQCN and most ASICs mark at dequeue", "dequeue|enqueue"},
+            [](ParamReader& r, SwitchConfig& c) {
+              c.mark_at_enqueue = r.choice("mark_at") == "enqueue";
+            }),
+        SwitchParams::custom(
+            {"by_rate", ParamType::List, "{}",
+             "per-link-speed settings, e.g. {\"100Gbps\": {\"kmin\": \"400KB\", \"kmax\": "
+             "\"1600KB\", \"pmax\": 0.2}}; ports of other speeds use kmin/kmax/pmax",
+             "HPCC ns-3 config: 25G 100/400 KB, 50G 200/800 KB, 100G 400/1600 KB, pmax 0.2"},
+            [](ParamReader& r, SwitchConfig& c) {
+              const nlohmann::json& by_rate = r.raw("by_rate");
+              if (!by_rate.is_null() && !by_rate.is_object()) {
+                throw ScenarioError(
+                    r.path_of("by_rate"),
+                    "expected an object of link rates, found " + json_text(by_rate));
+              }
+              if (!by_rate.is_object()) return;
+              for (const auto& [rate_text, settings] : by_rate.items()) {
+                const std::string path = r.path_of("by_rate") + "." + rate_text;
+                BitsPerSec rate;
+                try {
+                  rate = parse_rate(rate_text);
+                } catch (const UnitError& err) {
+                  throw ScenarioError(path, err.what());
+                }
+                c.red_by_rate[rate.bps] = kEcnRateParams.read(settings, path);
+              }
+            }),
+    },
+    [](ParamReader& r, const SwitchConfig& c) { check_red(r, c.red); }};
+
+const SwitchParams kQosParams{
+    "fabric.qos",
+    "qos",
+    "QoS: classification and egress scheduling",
+    {
+        SwitchParams::custom(
+            {"dscp_to_priority", ParamType::List, "{}",
+             "trust DSCP: map of DSCP (0..63, as a string key) to priority; unlisted DSCPs map to "
+             "DSCP / 8",
+             "Linux/ConnectX default dscp2prio is DSCP >> 3 (26 -> 3, 48 -> 6)"},
+            read_dscp_map),
+        SwitchParams::custom(
+            {"strict_priorities", ParamType::List, "[6, 7]",
+             "priorities served strictly before the others (control traffic such as CNPs)",
+             "ConnectX sends CNPs on priority 6 (cnp_802p_prio)"},
+            [](ParamReader& r, SwitchConfig& c) {
+              for (int prio : read_priority_list(r, "strict_priorities"))
+                c.scheduler.strict_mask |= static_cast<uint8_t>(1u << prio);
+            }),
+        SwitchParams::custom({"weights", ParamType::List, "[1, 1, 1, 1, 1, 1, 1, 1]",
+                              "DWRR weights of priorities 0..7 among the non-strict queues",
+                              "fabtwin (equal shares)"},
+                             read_weights),
+        SwitchParams::custom(
+            {"quantum", ParamType::Bytes, "\"9216B\"",
+             "DWRR credit per unit of weight per round (at least one jumbo frame)", "fabtwin"},
+            [](ParamReader& r, SwitchConfig& c) {
+              c.scheduler.quantum = static_cast<int>(r.bytes("quantum").count);
+              if (c.scheduler.quantum < 1)
+                throw ScenarioError(r.path_of("quantum"), "expected a positive size");
+            }),
+    }};
 
 }  // namespace
 
 const std::vector<const ParamGroup*>& switch_param_groups() {
-  static const std::vector<const ParamGroup*> groups{&kBufferParams, &kPfcParams, &kEcnParams,
-                                                     &kEcnRateParams, &kQosParams};
+  static const std::vector<const ParamGroup*> groups{&kBufferParams.group(), &kPfcParams.group(),
+                                                     &kEcnParams.group(), &kEcnRateParams.group(),
+                                                     &kQosParams.group()};
   return groups;
 }
 
 SwitchConfig read_switch_config(const nlohmann::json& scenario, int64_t mtu_frame) {
   const nlohmann::json& fabric = sub(scenario, "fabric");
-  SwitchConfig c;
+  SwitchConfig c{};
   c.headroom_mtu = mtu_frame;
-
-  ParamReader b(sub(fabric, "switch"), "fabric.switch", kBufferParams);
-  c.mmu.buffer = b.bytes("buffer").count;
-  c.mmu.reserve = b.bytes("reserve").count;
-  c.mmu.dynamic = b.choice("threshold") == "dynamic";
-  c.mmu.alpha = read_factor(b, "alpha");
-  c.mmu.static_xoff = b.bytes("static_xoff").count;
-  c.mmu.xon_offset = b.bytes("xon_offset").count;
-  c.mmu.egress_alpha = read_factor(b, "egress_alpha");
-  if (const auto headroom = b.bytes_or("headroom", "auto")) {
-    c.auto_headroom = false;
-    c.headroom = headroom->count;
-  }
-  if (c.mmu.buffer < 2 * roce::kMinFrameBytes) {
-    throw ScenarioError(b.path_of("buffer"), "expected room for at least two frames, found " +
-                                                 format_bytes(Bytes{c.mmu.buffer}));
-  }
-  b.finish();
-
-  ParamReader p(sub(fabric, "pfc"), "fabric.pfc", kPfcParams);
-  c.pfc = p.boolean("enabled");
-  for (int prio : read_priority_list(p, "lossless_priorities")) c.mmu.lossless[prio] = c.pfc;
-  c.pause_quanta = static_cast<int>(p.integer("pause_quanta"));
-  if (const auto refresh = p.time_or("refresh_interval", "auto")) {
-    c.auto_refresh = false;
-    c.pause_refresh = *refresh;
-    if (c.pause_refresh.ps <= 0) {
-      throw ScenarioError(p.path_of("refresh_interval"),
-                          "expected a positive time, found " + format_time(*refresh));
-    }
-  }
-  p.finish();
-
-  ParamReader e(sub(fabric, "ecn"), "fabric.ecn", kEcnParams);
-  c.ecn = e.boolean("enabled");
-  c.red = read_red(e);
-  c.mark_at_enqueue = e.choice("mark_at") == "enqueue";
-  const nlohmann::json& by_rate = e.raw("by_rate");
-  if (!by_rate.is_null() && !by_rate.is_object()) {
-    throw ScenarioError(e.path_of("by_rate"),
-                        "expected an object of link rates, found " + json_text(by_rate));
-  }
-  if (by_rate.is_object()) {
-    for (const auto& [rate_text, settings] : by_rate.items()) {
-      const std::string path = e.path_of("by_rate") + "." + rate_text;
-      BitsPerSec rate;
-      try {
-        rate = parse_rate(rate_text);
-      } catch (const UnitError& err) {
-        throw ScenarioError(path, err.what());
-      }
-      ParamReader rr(settings, path, kEcnRateParams);
-      c.red_by_rate[rate.bps] = read_red(rr);
-      rr.finish();
-    }
-  }
-  e.finish();
-
-  ParamReader q(sub(fabric, "qos"), "fabric.qos", kQosParams);
-  for (int d = 0; d < 64; ++d) c.dscp_to_priority[d] = static_cast<uint8_t>(d >> 3);
-  const nlohmann::json& map = q.raw("dscp_to_priority");
-  if (!map.is_null() && !map.is_object()) {
-    throw ScenarioError(q.path_of("dscp_to_priority"),
-                        "expected an object like {\"26\": 3}, found " + json_text(map));
-  }
-  if (map.is_object()) {
-    for (const auto& [dscp_text, prio] : map.items()) {
-      const std::string path = q.path_of("dscp_to_priority") + "." + dscp_text;
-      int dscp = -1;
-      try {
-        size_t used = 0;
-        dscp = std::stoi(dscp_text, &used);
-        if (used != dscp_text.size()) dscp = -1;
-      } catch (const std::exception&) {
-      }
-      if (dscp < 0 || dscp > 63)
-        throw ScenarioError(path, "expected a DSCP 0..63 as the key, found \"" + dscp_text + "\"");
-      if (!prio.is_number_integer() || prio.get<int>() < 0 || prio.get<int>() > 7) {
-        throw ScenarioError(path, "expected a priority 0..7, found " + json_text(prio));
-      }
-      c.dscp_to_priority[dscp] = static_cast<uint8_t>(prio.get<int>());
-    }
-  }
-  for (int prio : read_priority_list(q, "strict_priorities")) {
-    c.scheduler.strict_mask |= static_cast<uint8_t>(1u << prio);
-  }
-  const nlohmann::json& weights = q.raw("weights");
-  if (!weights.is_null()) {
-    if (!weights.is_array() || weights.size() != kPriorities) {
-      throw ScenarioError(q.path_of("weights"),
-                          "expected a list of 8 weights, found " + json_text(weights));
-    }
-    for (int i = 0; i < kPriorities; ++i) {
-      if (!weights[i].is_number_integer() || weights[i].get<int>() < 1) {
-        throw ScenarioError(q.path_of("weights") + "[" + std::to_string(i) + "]",
-                            "expected a weight >= 1, found " + json_text(weights[i]));
-      }
-      c.scheduler.weights[i] = weights[i].get<int>();
-    }
-  }
-  c.scheduler.quantum = static_cast<int>(q.bytes("quantum").count);
-  if (c.scheduler.quantum < 1)
-    throw ScenarioError(q.path_of("quantum"), "expected a positive size");
-  q.finish();
+  kBufferParams.read_into(sub(fabric, "switch"), "fabric.switch", c);
+  kPfcParams.read_into(sub(fabric, "pfc"), "fabric.pfc", c);
+  kEcnParams.read_into(sub(fabric, "ecn"), "fabric.ecn", c);
+  kQosParams.read_into(sub(fabric, "qos"), "fabric.qos", c);
   return c;
 }
 

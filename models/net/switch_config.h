@@ -13,26 +13,28 @@
 
 namespace fabtwin {
 
+// Every field is set by read_switch_config from the declared parameters (their defaults are
+// declared once, there); a default-constructed SwitchConfig is all zero.
 struct SwitchConfig {
   MmuConfig mmu;
-  bool auto_headroom = true;    // mlx5 rule per port; else `headroom`
-  int64_t headroom = 0;         // bytes per lossless group and ingress port
-  int64_t headroom_mtu = 4158;  // frame bytes the automatic headroom allows for
+  bool auto_headroom;     // mlx5 rule per port; else `headroom`
+  int64_t headroom;       // bytes per lossless group and ingress port
+  int64_t headroom_mtu;   // frame bytes the automatic headroom allows for (fabric.link.mtu)
 
-  bool pfc = true;
-  int pause_quanta = 65535;  // quanta an XOFF frame asks for
-  bool auto_refresh = true;  // refresh an XOFF after half its pause time
-  Time pause_refresh{};
+  bool pfc;
+  int pause_quanta;   // quanta an XOFF frame asks for
+  bool auto_refresh;  // refresh an XOFF after half its pause time
+  Time pause_refresh;
 
-  bool ecn = true;
-  bool mark_at_enqueue = false;
+  bool ecn;
+  bool mark_at_enqueue;
   RedMarking red;                             // default marking
   std::map<int64_t, RedMarking> red_by_rate;  // link rate (bps) -> marking at ports of that rate
 
-  std::array<uint8_t, 64> dscp_to_priority{};
+  std::array<uint8_t, 64> dscp_to_priority;
   SchedulerConfig scheduler;
 
-  Time queue_sample_interval{};  // 0 = no queue-depth samples
+  Time queue_sample_interval;  // output.queue_sample_interval; 0 = no queue-depth samples
 
   RedMarking red_for(BitsPerSec rate) const {
     const auto it = red_by_rate.find(rate.bps);

@@ -194,7 +194,7 @@ void poisson(ParamReader& r, Context& c, const std::filesystem::path& scenario_d
   const int hosts = c.topology.hosts;
   // Host link rate: the rate of the link each host hangs off (the first one found).
   double host_rate = 0;
-  for (const TopologyLink& l : c.topology.links) {
+  for (const Link& l : c.topology.links) {
     if (l.a < hosts || l.b < hosts) {
       host_rate = static_cast<double>(l.rate.bps);
       break;

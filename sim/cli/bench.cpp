@@ -75,7 +75,7 @@ int command_bench(const std::vector<std::string>& args) {
     return 0;
   }
   const double rss_before = peak_rss_mb();
-  Fabric fabric(load_scenario(scenario, sets), threads);
+  Fabric fabric(FabricSpec::resolve(load_scenario(scenario, sets)), threads);
   const RunResult r = fabric.run();
   const RunFigures f = run_figures(r);
   std::printf("workload            %s\n", scenario.c_str());

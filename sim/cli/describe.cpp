@@ -4,7 +4,7 @@
 #include <iostream>
 #include <iterator>
 
-#include "models/fabric/fabric.h"
+#include "models/fabric/fabric_spec.h"
 #include "sim/cli/report.h"
 
 namespace fabtwin {

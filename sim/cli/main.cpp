@@ -83,12 +83,10 @@ int command_run(const std::vector<std::string>& args, Transport* transport) {
     std::cout << opts;
     return vm.count("help") ? 0 : 2;
   }
-  const ScenarioDocument doc = load_scenario(vm["scenario"].as<std::string>(), sets);
   if (threads < 0) throw po::error("--threads must be 0 or more");
-  Fabric fabric(doc, threads, transport);
-  if (out.empty() && doc.root.contains("output") && doc.root["output"].contains("hdf5")) {
-    out = doc.root["output"]["hdf5"].get<std::string>();
-  }
+  FabricSpec spec = FabricSpec::resolve(load_scenario(vm["scenario"].as<std::string>(), sets));
+  if (out.empty()) out = spec.output.hdf5;
+  Fabric fabric(std::move(spec), threads, transport);
   const bool root = transport == nullptr || transport->rank() == 0;
   const RunResult result = fabric.run(root ? progress_line(fabric.run_config().end) : nullptr);
   if (!root) return 0;  // rank 0 reports and writes the results of every rank

@@ -37,17 +37,16 @@ double measure(const nlohmann::json& metric, const RunResult& r) {
 }
 
 // Analytic references, computed from the same scenario the simulation ran.
-double analytic(const std::string& name, const nlohmann::json& metric, const Fabric& fabric,
-                const nlohmann::json& scenario, const RunResult& result) {
-  const NicConfig nic = HostNic::read_config(scenario);
-  const Topology& topo = fabric.topology();
-  const TopologyLink& host_link = topo.links.front();
+double analytic(const std::string& name, const nlohmann::json& metric, const FabricSpec& spec,
+                const RunResult& result) {
+  const NicConfig& nic = spec.nic;
+  const Topology& topo = spec.topology;
+  const Link& host_link = topo.links.front();
   if (name == "single_packet_round_trip") {
     // Store and forward over h links each way: every hop costs the frame's wire time plus the
     // propagation delay; the ACK returns the same way.
-    const FlowSpec& f = fabric.flows().at(static_cast<size_t>(metric.value("flow", 0)));
-    const RoutingTable routing(topo);
-    const int hops = routing.distance(f.src, f.dst);
+    const FlowSpec& f = spec.flows.at(static_cast<size_t>(metric.value("flow", 0)));
+    const int hops = spec.routes.distance(f.src, f.dst);
     const Time data =
         roce::wire_time(roce::data_frame(static_cast<int>(f.size.count), true), host_link.rate);
     const Time ack = roce::wire_time(roce::ack_frame(), host_link.rate);
@@ -62,7 +61,7 @@ double analytic(const std::string& name, const nlohmann::json& metric, const Fab
   }
   if (name == "dynamic_threshold_steady_state") {
     // N queues each held at T = alpha (B - sum Q): Q = alpha B / (1 + alpha N).
-    const double alpha = read_switch_config(scenario, 0).mmu.egress_alpha;
+    const double alpha = spec.switches.mmu.egress_alpha;
     const double pool = static_cast<double>(result.buffers.at(0).shared_pool);
     const double n = static_cast<double>(metric.at("ports").size());
     return alpha * pool / (1 + alpha * n);
@@ -70,15 +69,14 @@ double analytic(const std::string& name, const nlohmann::json& metric, const Fab
   if (name == "dcqcn_fixed_point_queue") {
     // The CoNEXT 2016 fluid model's fixed point for the scenario's own parameters: N flows
     // through the bottleneck, counting in the data frames the switch marks.
-    DcqcnConfig cc;
-    if (!read_dcqcn_config(scenario, cc)) {
+    if (!nic.dcqcn) {
       throw ScenarioError("nic.cc.algorithm", "the dcqcn_fixed_point_queue reference needs dcqcn");
     }
-    const SwitchConfig sw = read_switch_config(scenario, 0);
-    const RedMarking red = sw.red_for(host_link.rate);
+    const DcqcnConfig& cc = nic.dcqcn_config;
+    const RedMarking red = spec.switches.red_for(host_link.rate);
     DcqcnFluidParams p;
     p.capacity_bps = static_cast<double>(host_link.rate.bps);
-    p.flows = static_cast<int>(fabric.flows().size());
+    p.flows = static_cast<int>(spec.flows.size());
     p.packet_bytes = roce::data_frame(static_cast<int>(nic.mtu.count), false);
     p.kmin_bytes = static_cast<double>(red.kmin);
     p.kmax_bytes = static_cast<double>(red.kmax);
@@ -96,11 +94,10 @@ double analytic(const std::string& name, const nlohmann::json& metric, const Fab
     // T = base + 2(n-1) alpha + 2(n-1)/n S/B for one GPU per node: alpha is the unloaded
     // latency of one network step (proxy, PCIe both ways, the links of the path), B the
     // rank's RoCE goodput (or its PCIe rate if slower).
-    const CollectiveSetup& setup = fabric.collectives();
+    const CollectiveSetup& setup = spec.collectives;
     const CollectiveRow& row = completed_collective(result, metric.value("row", int64_t{0}));
     const double n = row.ranks;
-    const RoutingTable routing(topo);
-    const int hops = routing.distance(topo.nic_of_gpu(static_cast<int>(row.gpus[0])),
+    const int hops = spec.routes.distance(topo.nic_of_gpu(static_cast<int>(row.gpus[0])),
                                       topo.nic_of_gpu(static_cast<int>(row.gpus[1])));
     const double alpha =
         (setup.nccl.net_step_latency + setup.gpu.pcie_latency * 2 + host_link.delay * hops)
@@ -118,7 +115,7 @@ double analytic(const std::string& name, const nlohmann::json& metric, const Fab
   if (name == "nccl_tuning_crossover_log2") {
     // Where NCCL 2.30.7's own tuning model (Simple protocol) starts preferring ring to tree
     // for the first collective's ranks and channels.
-    const nccl::TuningInput input = tuning_input(fabric.collectives(), topo, 0);
+    const nccl::TuningInput input = tuning_input(spec.collectives, topo, 0);
     const int64_t bytes = nccl::crossover_bytes(input, nccl::Algorithm::Ring, nccl::Algorithm::Tree,
                                                 nccl::Protocol::Simple);
     if (bytes < 0) throw std::runtime_error("the tuning model never prefers ring");
@@ -160,7 +157,7 @@ ValidationOutcome run_validation_case(const std::filesystem::path& case_file) {
   const nlohmann::json& report = r.raw("report");
   r.finish();
 
-  Fabric fabric(doc);
+  Fabric fabric(FabricSpec::resolve(doc));
   const RunResult result = fabric.run();
   o.metric = metric.at("name").get<std::string>();
   o.simulated = measure(metric, result);
@@ -170,8 +167,8 @@ ValidationOutcome run_validation_case(const std::filesystem::path& case_file) {
     std::vector<std::string> base_sets = sets;
     for (const auto& s : baseline.value("set", nlohmann::json::array()))
       base_sets.push_back(s.get<std::string>());
-    Fabric base(
-        load_scenario(case_file.parent_path() / c["scenario"].get<std::string>(), base_sets));
+    Fabric base(FabricSpec::resolve(
+        load_scenario(case_file.parent_path() / c["scenario"].get<std::string>(), base_sets)));
     const RunResult base_result = base.run();
     const double base_value = measure(metric, base_result);
     o.extras.push_back({o.metric + " (baseline)", base_value});
@@ -183,7 +180,7 @@ ValidationOutcome run_validation_case(const std::filesystem::path& case_file) {
     o.extras.push_back({extra.at("name").get<std::string>(), measure(extra, result)});
   }
   o.reference = reference.contains("analytic") ? analytic(reference["analytic"].get<std::string>(),
-                                                          metric, fabric, doc.root, result)
+                                                          metric, fabric.spec(), result)
                                                : reference.at("value").get<double>();
   o.source = reference.value("source", "");
   if (tolerance.contains("at_most") || tolerance.contains("at_least")) {

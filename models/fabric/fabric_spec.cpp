@@ -1,0 +1,262 @@
+#include "models/fabric/fabric_spec.h"
+
+#include <set>
+
+#include "models/cc/dcqcn.h"
+#include "models/net/roce_framing.h"
+#include "models/traffic/traffic.h"
+
+namespace fabtwin {
+
+namespace {
+
+const BoundParams<RunConfig> kRunParams{
+    "run",
+    "run",
+    "Run control",
+    {
+        BoundParams<RunConfig>::field(
+            &RunConfig::end,
+            {"end", ParamType::Time, "\"1s\"",
+             "simulated time limit; a run also stops as soon as no traffic is left", "fabtwin"}),
+        BoundParams<RunConfig>::field(
+            &RunConfig::seed,
+            {"seed", ParamType::Integer, "1",
+             "seed of every random stream (ECMP source ports, traffic generators)", "fabtwin",
+             "0.."}),
+        BoundParams<RunConfig>::field(
+            &RunConfig::threads,
+            {"threads", ParamType::Integer, "0",
+             "threads (partitions of the fabric) to simulate on; 0 = every hardware thread. "
+             "Results are identical for any number (--threads overrides)",
+             "fabtwin", "0..1024"}),
+    }};
+
+const BoundParams<OutputConfig> kOutputParams{
+    "output",
+    "output",
+    "Result files",
+    {
+        BoundParams<OutputConfig>::custom(
+            {"hdf5", ParamType::Text, "(none)",
+             "HDF5 result file, relative to the working directory (--out overrides)", "fabtwin"},
+            [](ParamReader& r, OutputConfig& c) {
+              if (r.has("hdf5")) c.hdf5 = r.text("hdf5");
+            }),
+        BoundParams<OutputConfig>::field(
+            &OutputConfig::rate_sample_interval,
+            {"rate_sample_interval", ParamType::Time, "\"10us\"",
+             "period of the per-QP congestion-control traces (rate, target, alpha) when nic.cc "
+             "is on; \"0us\" turns them off",
+             "fabtwin"}),
+        BoundParams<OutputConfig>::field(
+            &OutputConfig::queue_sample_interval,
+            {"queue_sample_interval", ParamType::Time, "\"10us\"",
+             "period of the per-port queue-depth samples; \"0us\" turns them off", "fabtwin"}),
+        BoundParams<OutputConfig>::field(
+            &OutputConfig::collective_timeline,
+            {"collective_timeline", ParamType::Boolean, "true",
+             "record every step and message of the collectives (HDF5 /collectives/steps and "
+             "transfers, --trace); false keeps only the nccl-tests rows, for long sweeps on many "
+             "GPUs",
+             "fabtwin"}),
+    }};
+
+const std::set<std::string> kSections{"topology", "fabric",      "nic",    "routing",
+                                      "traffic",  "gpu",         "nccl",   "run",
+                                      "output",   "description", "$schema"};
+
+const ParamGroup kFabricParams{"fabric",
+                               "fabric",
+                               "Fabric sections",
+                               {{"link", ParamType::List, "{}", "see fabric.link", "fabtwin"},
+                                {"switch", ParamType::List, "{}", "see fabric.switch", "fabtwin"},
+                                {"pfc", ParamType::List, "{}", "see fabric.pfc", "fabtwin"},
+                                {"ecn", ParamType::List, "{}", "see fabric.ecn", "fabtwin"},
+                                {"qos", ParamType::List, "{}", "see fabric.qos", "fabtwin"}}};
+
+const ParamGroup kRoutingParams{
+    "routing",
+    "routing",
+    "Routing",
+    {{"algorithm", ParamType::Choice, "\"ecmp\"",
+      "shortest paths; equal-cost paths chosen by a hash of the 5-tuple (UDP source port per QP)",
+      "fabtwin", "ecmp"}}};
+
+const nlohmann::json& section(const nlohmann::json& root, const char* key) {
+  static const nlohmann::json none;
+  return root.is_object() && root.contains(key) ? root[key] : none;
+}
+
+void check_sections(const nlohmann::json& root) {
+  for (const auto& [key, value] : root.items()) {
+    if (!kSections.count(key)) {
+      throw ScenarioError(key,
+                          "unknown section; a scenario has topology, fabric, nic, routing, "
+                          "traffic, gpu, nccl, run, output (and extends, description, "
+                          "$schema)");
+    }
+  }
+  if (root.contains("description") && !root["description"].is_string()) {
+    throw ScenarioError("description", "expected text, found " + json_text(root["description"]));
+  }
+  ParamReader fabric(section(root, "fabric"), "fabric", kFabricParams);
+  for (const char* key : {"link", "switch", "pfc", "ecn", "qos"}) fabric.raw(key);
+  fabric.finish();
+  ParamReader routing(section(root, "routing"), "routing", kRoutingParams);
+  routing.choice("algorithm");
+  routing.finish();
+}
+
+// The largest frame a port must carry and that the automatic PFC headroom allows for: an
+// Ethernet MTU given in fabric.link.mtu (the IP packet, plus Ethernet header and FCS), or else
+// the NICs' largest data frame. A RoCE payload that does not fit the MTU is an error.
+int64_t port_frame(const Topology& topology, const NicConfig& nic) {
+  const int64_t data_frame = roce::data_frame(static_cast<int>(nic.mtu.count), true);
+  if (topology.ethernet_mtu == 0) return data_frame;
+  const int64_t frame = topology.ethernet_mtu + roce::kEthernetBytes;
+  if (data_frame > frame) {
+    throw ScenarioError("fabric.link.mtu",
+                        "expected an Ethernet MTU of at least " +
+                            format_bytes(Bytes{data_frame - roce::kEthernetBytes}) +
+                            " for RoCE payloads of nic.mtu = " + format_bytes(nic.mtu) +
+                            " (with their IP, UDP, BTH, RETH and ICRC headers), found " +
+                            format_bytes(Bytes{topology.ethernet_mtu}));
+  }
+  return frame;
+}
+
+// fabric.ecn.{kmin,kmax,pmax} mark at the ports of speeds that fabric.ecn.by_rate does not
+// list; written while by_rate lists every switch port's speed, they would do nothing.
+void check_ecn_not_shadowed(const nlohmann::json& root, const Topology& topology) {
+  const nlohmann::json& ecn = section(section(root, "fabric"), "ecn");
+  const nlohmann::json& by_rate = section(ecn, "by_rate");
+  if (!by_rate.is_object() || by_rate.empty()) return;
+  std::map<int64_t, std::string> listed;  // rate -> its key as written
+  for (const auto& [text, settings] : by_rate.items()) listed[parse_rate(text).bps] = text;
+  std::set<int64_t> speeds;
+  for (const Link& l : topology.links) speeds.insert(l.rate.bps);
+  std::string keys;
+  for (const int64_t speed : speeds) {
+    const auto it = listed.find(speed);
+    if (it == listed.end()) return;  // a port speed the default marking still serves
+    keys += (keys.empty() ? "" : ", ") + std::string("fabric.ecn.by_rate.") + it->second;
+  }
+  for (const char* key : {"kmin", "kmax", "pmax"}) {
+    if (ecn.contains(key)) {
+      throw ScenarioError(std::string("fabric.ecn.") + key,
+                          "shadowed by " + keys +
+                              ", which set the marking of every switch port (no port runs at "
+                              "another speed); set " +
+                              key + " there, or remove one of the two");
+    }
+  }
+}
+
+// Connections of every collective size (NVLink or network, with the NICs they use), the
+// latency of the credits that cross the network back to a sender, and the barrier between
+// sizes. The NICs' queue pairs are added when a Fabric is built.
+void resolve_connections(CollectiveSetup& setup, const Topology& topology,
+                         const RoutingTable& routes) {
+  Time hop{};
+  for (const Link& l : topology.links) {
+    hop = std::max(hop, l.delay + roce::wire_time(roce::ack_frame(), l.rate));
+  }
+  auto path = [&](int src_host, int dst_host) {
+    return hop * routes.distance(src_host, dst_host) + setup.gpu.pcie_latency;
+  };
+  for (const CollectiveOp& op : setup.ops) {
+    const CollectiveSpec& spec = setup.specs[op.spec];
+    const nccl::Plan plan = nccl::make_plan(op.plan, [](int) { return false; });
+    for (const nccl::Connection& c : plan.connections) {
+      const auto key = std::make_tuple(op.spec, c.src, c.dst, c.channel);
+      if (setup.connection_index.count(key)) continue;
+      setup.connection_index[key] = static_cast<uint32_t>(setup.connections.size());
+      CollectiveConnection conn;
+      conn.spec = op.spec;
+      conn.src_rank = c.src;
+      conn.dst_rank = c.dst;
+      conn.channel = c.channel;
+      const int src_gpu = spec.gpus[c.src], dst_gpu = spec.gpus[c.dst];
+      if (topology.node_of_gpu(src_gpu) == topology.node_of_gpu(dst_gpu)) {
+        conn.transport = CollectiveTransport::NvLink;
+      } else {
+        conn.transport = CollectiveTransport::Net;
+        conn.src_host = topology.nic_of_gpu(src_gpu);
+        conn.dst_host = topology.nic_of_gpu(dst_gpu);
+        conn.credit_latency = path(conn.dst_host, conn.src_host);
+      }
+      setup.connections.push_back(std::move(conn));
+    }
+  }
+  for (uint32_t s = 0; s < setup.specs.size(); ++s) {
+    const std::vector<int>& nodes = setup.spec_nodes[s];
+    Time latency = setup.nccl.nvlink_step_latency;
+    const int first = nodes.front() * topology.nics_per_node;
+    for (int v : nodes) {
+      if (v != nodes.front()) latency = std::max(latency, path(first, v * topology.nics_per_node));
+    }
+    setup.barrier_latency.push_back(latency);
+  }
+}
+
+}  // namespace
+
+std::vector<const ParamGroup*> all_param_groups() {
+  std::vector<const ParamGroup*> groups{&kTopologyParams, &kLinkParams};
+  for (const ParamGroup* g : switch_param_groups()) groups.push_back(g);
+  groups.push_back(&HostNic::params());
+  for (const ParamGroup* g : dcqcn_param_groups()) groups.push_back(g);
+  groups.push_back(&kRoutingParams);
+  for (const ParamGroup* g : traffic_param_groups()) groups.push_back(g);
+  groups.push_back(&kCollectiveParams);
+  for (const ParamGroup* g : collective_param_groups()) groups.push_back(g);
+  groups.push_back(&kRunParams.group());
+  groups.push_back(&kOutputParams.group());
+  return groups;
+}
+
+FabricSpec FabricSpec::resolve(const ScenarioDocument& doc) {
+  const nlohmann::json& root = doc.root;
+  check_sections(root);
+  FabricSpec spec;
+  spec.scenario_text = root.dump(2);
+  spec.scenario_file = doc.file.string();
+  spec.run = kRunParams.read(section(root, "run"));
+  spec.output = kOutputParams.read(section(root, "output"));
+
+  spec.topology = read_topology(root);
+  spec.routes = RoutingTable(spec.topology);
+
+  NicConfig& nic = spec.nic;
+  nic = HostNic::read_config(root);
+  spec.switches = read_switch_config(root, port_frame(spec.topology, nic));
+  check_ecn_not_shadowed(root, spec.topology);
+  spec.switches.queue_sample_interval = spec.output.queue_sample_interval;
+  nic.dscp_to_priority = spec.switches.dscp_to_priority;
+  nic.pfc = spec.switches.pfc;
+  nic.lossless = spec.switches.mmu.lossless;
+  nic.pause_quanta = spec.switches.pause_quanta;
+  nic.dcqcn = read_dcqcn_config(root, nic.dcqcn_config);
+  nic.rate_sample_interval = spec.output.rate_sample_interval;
+  spec.congestion_control = nic.dcqcn ? "dcqcn (" + nic.dcqcn_config.profile + " profile)" : "none";
+
+  spec.flows = generate_traffic(root, spec.topology, spec.run.seed, doc.dir);
+  spec.collectives = read_collectives(root, spec.topology);
+  CollectiveSetup& collectives = spec.collectives;
+  collectives.record_timeline = spec.output.collective_timeline;
+  if (!collectives.empty()) {
+    // GPU nodes: the NICs sit on PCIe (a bottleneck only when slower than the link).
+    const GpuConfig& gpu = collectives.gpu;
+    const BitsPerSec host_rate = spec.topology.links.front().rate;
+    if (gpu.nic_dma_rate() < host_rate) {
+      nic.tx_dma_rate = gpu.nic_dma_rate();
+      if (nic.rx_drain_rate.bps == 0) nic.rx_drain_rate = gpu.nic_dma_rate();
+    }
+    nic.host_latency = gpu.pcie_latency;
+    resolve_connections(collectives, spec.topology, spec.routes);
+  }
+  return spec;
+}
+
+}  // namespace fabtwin

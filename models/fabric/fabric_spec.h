@@ -1,0 +1,59 @@
+// The resolved scenario: every section read and checked once, combined into what a run uses,
+// as plain data. Nothing here builds a component: `Fabric` instantiates a spec, and every
+// command that needs a scenario's meaning without running it (validation references,
+// describe, bench, analyses) reads the spec instead of the JSON.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "models/collectives/collective.h"
+#include "models/fabric/topology.h"
+#include "models/net/routing.h"
+#include "models/net/switch_config.h"
+#include "models/nic/host_nic.h"
+#include "models/traffic/flow.h"
+#include "sim/scenario_file.h"
+
+namespace fabtwin {
+
+struct RunConfig {
+  Time end;
+  uint64_t seed;
+  int threads;  // 0: every hardware thread
+};
+
+struct OutputConfig {
+  std::string hdf5;  // empty: no result file named by the scenario
+  Time rate_sample_interval;
+  Time queue_sample_interval;
+  bool collective_timeline;
+};
+
+struct FabricSpec {
+  std::string scenario_text;  // the merged document, as stored in result files
+  std::string scenario_file;
+  RunConfig run;
+  OutputConfig output;
+  // The wiring with tiers and each port's peer, and every switch's forwarding entries.
+  Topology topology;
+  RoutingTable routes;
+  // Switches: shared buffer, PFC, ECN marking and QoS (DSCP map, lossless priorities).
+  SwitchConfig switches;
+  // NICs: queue pairs, receive buffer, congestion control, and the fabric's QoS they follow.
+  NicConfig nic;
+  std::string congestion_control;  // for the summary: "none" or "dcqcn (paper profile)"
+  // Traffic: plain flows (each with the generator that made it) and collectives, with their
+  // resolved plans and connections (the NIC queue pairs are added when a Fabric is built).
+  std::vector<FlowSpec> flows;
+  CollectiveSetup collectives;
+
+  // Reads and checks every section of `doc`. Throws ScenarioError naming the JSON path.
+  static FabricSpec resolve(const ScenarioDocument& doc);
+};
+
+// Every parameter group fabtwin declares, in the order `fabtwin describe` prints them.
+std::vector<const ParamGroup*> all_param_groups();
+
+}  // namespace fabtwin
