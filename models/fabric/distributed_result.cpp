@@ -26,29 +26,24 @@ inline void from_json(const nlohmann::json& j, BitsPerSec& r) {
   r.bps = j.get<int64_t>();
 }
 
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(PriorityCounters, tx_packets, tx_bytes, drops, drop_bytes,
-                                   drops_egress, drops_headroom, max_queue_bytes, ecn_marks,
-                                   pause_sent, xon_sent, xoff_transitions, pause_received,
-                                   xon_received, paused_time, cnp_sent, cnp_received)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(PortRecord, node, switch_port, port, peer, rate, busy_time,
-                                   counters)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(FlowSpec, id, src, dst, size, start, dscp)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(FlowRecord, spec, completed, finish, last_byte_received,
-                                   bytes_received, packets_sent, packets_retransmitted, timeouts,
-                                   cnps_sent, cnps_received, rate_cuts)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(QueueDepthSample, time, port, bytes)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(PauseRecord, port, priority, start, end)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(BufferRecord, node, buffer, shared_pool, headroom, max_used,
-                                   headroom_overflows)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(BufferSampleRecord, time, buffer, bytes)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RateSampleRecord, time, flow, rate_bps, target_bps, alpha)
+// A record travels as the array of its stored fields, in table order.
+template <Record R>
+void to_json(nlohmann::json& j, const R& r) {
+  j = nlohmann::json::array();
+  for_each_field<R>([&](const auto& f) {
+    if constexpr (is_stored<decltype(f)>) j.push_back(nlohmann::json(r.*f.member));
+  });
+}
+template <Record R>
+void from_json(const nlohmann::json& j, R& r) {
+  size_t i = 0;
+  for_each_field<R>([&](const auto& f) {
+    if constexpr (is_stored<decltype(f)>) j.at(i++).get_to(r.*f.member);
+  });
+}
+
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RankTiming, op, rank, start, end)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(NetMessage, connection, sequence, op, iteration, bytes, time)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CollectiveStepRecord, row, iteration, rank, channel, lane, step,
-                                   recv_peer, send_peer, bytes, start, end)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CollectiveTransferRecord, row, iteration, channel, transport,
-                                   src_rank, dst_rank, bytes, posted, arrived)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CollectiveIterationRecord, row, iteration, rank, start, end)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(GpuNodeRecords, timings, iterations, steps, nvlink, posted,
                                    arrived)
 
@@ -70,23 +65,10 @@ std::string encode_result(const RunResult& r, const std::vector<uint64_t>& finge
 }
 
 namespace {
-void add_counters(PriorityCounters& into, const PriorityCounters& c) {
-  into.tx_packets += c.tx_packets;
-  into.tx_bytes += c.tx_bytes;
-  into.drops += c.drops;
-  into.drop_bytes += c.drop_bytes;
-  into.drops_egress += c.drops_egress;
-  into.drops_headroom += c.drops_headroom;
-  into.max_queue_bytes = std::max(into.max_queue_bytes, c.max_queue_bytes);
-  into.ecn_marks += c.ecn_marks;
-  into.pause_sent += c.pause_sent;
-  into.xon_sent += c.xon_sent;
-  into.xoff_transitions += c.xoff_transitions;
-  into.pause_received += c.pause_received;
-  into.xon_received += c.xon_received;
-  into.paused_time += c.paused_time;
-  into.cnp_sent += c.cnp_sent;
-  into.cnp_received += c.cnp_received;
+// Adds another rank's records into this rank's, record by record, each field by its rule.
+template <class R>
+void merge_records(std::vector<R>& into, const std::vector<R>& from) {
+  for (size_t i = 0; i < into.size(); ++i) merge_record(into[i], from[i]);
 }
 }  // namespace
 
@@ -113,29 +95,9 @@ RunResult merge_results(const std::vector<std::string>& texts, uint64_t seed,
       r.ports = ports;
       r.buffers = buffers;
     } else {
-      for (size_t f = 0; f < flows.size(); ++f) {
-        FlowRecord& into = r.flows[f];
-        const FlowRecord& from = flows[f];
-        into.completed = into.completed || from.completed;
-        into.finish = std::max(into.finish, from.finish);
-        into.last_byte_received = std::max(into.last_byte_received, from.last_byte_received);
-        into.bytes_received = std::max(into.bytes_received, from.bytes_received);
-        into.packets_sent += from.packets_sent;
-        into.packets_retransmitted += from.packets_retransmitted;
-        into.timeouts += from.timeouts;
-        into.cnps_sent += from.cnps_sent;
-        into.cnps_received += from.cnps_received;
-        into.rate_cuts += from.rate_cuts;
-      }
-      for (size_t p = 0; p < ports.size(); ++p) {
-        r.ports[p].busy_time += ports[p].busy_time;
-        for (int q = 0; q < kPriorities; ++q)
-          add_counters(r.ports[p].counters[q], ports[p].counters[q]);
-      }
-      for (size_t b = 0; b < buffers.size(); ++b) {
-        r.buffers[b].max_used = std::max(r.buffers[b].max_used, buffers[b].max_used);
-        r.buffers[b].headroom_overflows += buffers[b].headroom_overflows;
-      }
+      merge_records(r.flows, flows);
+      merge_records(r.ports, ports);
+      merge_records(r.buffers, buffers);
     }
     for (const auto& s : j["queue_samples"].get<std::vector<QueueDepthSample>>())
       r.queue_samples.push_back(s);

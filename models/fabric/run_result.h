@@ -9,6 +9,7 @@
 #include "models/collectives/collective_result.h"
 #include "models/net/egress_port.h"
 #include "models/traffic/flow.h"
+#include "sim/record_field.h"
 
 namespace fabtwin {
 
@@ -34,12 +35,40 @@ struct PortRecord {
   }
 };
 
+constexpr auto record_fields(std::type_identity<PortRecord>) {
+  return std::tuple{
+      text("node", &PortRecord::node, 32,
+           "Name of the node that owns the port (`host3`, `leaf0`, `spine2`, ...)."),
+      field("port", &PortRecord::port, "", "Port number on that node."),
+      text("peer", &PortRecord::peer, 32, "Name of the node at the other end of the link."),
+      field("is_switch", &PortRecord::switch_port, "0/1", "1 for a switch port, 0 for a host NIC port."),
+      field("rate_bps", &PortRecord::rate, "b/s", "Line rate of the link."),
+      field("busy_ps", &PortRecord::busy_time, "ps",
+            "Time spent serializing frames (including preamble and inter-frame gap); "
+            "`busy_ps / last_event_time_ps` is the utilization.",
+            Merge::Sum),
+      field("counters", &PortRecord::counters, "", "the port's eight priorities"),
+  };
+}
+
 struct PauseRecord {
   uint32_t port;  // index into RunResult::ports: the egress that was paused
   uint8_t priority;
   Time start;
   Time end;
 };
+
+constexpr auto record_fields(std::type_identity<PauseRecord>) {
+  return std::tuple{
+      field("port_index", &PauseRecord::port, "",
+            "Row of `/ports`: the egress port that was **paused** (the upstream end of the link, "
+            "not the port that sent the XOFF)."),
+      field("priority", &PauseRecord::priority, "", "Priority that was paused, 0..7."),
+      field("start_ps", &PauseRecord::start, "ps", "Time the pause took effect (the XOFF frame arrived)."),
+      field("end_ps", &PauseRecord::end, "ps",
+            "Time the port could send that priority again; `end_ps >= start_ps`."),
+  };
+}
 
 struct BufferRecord {
   std::string node;
@@ -50,6 +79,27 @@ struct BufferRecord {
   int64_t headroom_overflows = 0;
 };
 
+constexpr auto record_fields(std::type_identity<BufferRecord>) {
+  return std::tuple{
+      text("node", &BufferRecord::node, 32, "Name of the switch (`switch`, `leaf0`, `spine1`, ...)."),
+      field("buffer_bytes", &BufferRecord::buffer, "B", "Configured packet buffer (`fabric.switch.buffer`)."),
+      field("shared_pool_bytes", &BufferRecord::shared_pool, "B",
+            "What is left for the shared pool after the reserves (`reserve` x 8 groups x ports) "
+            "and the PFC headroom of every lossless group are set aside."),
+      field("headroom_bytes", &BufferRecord::headroom, "B",
+            "PFC headroom of one lossless (ingress port, priority) group; the largest over the "
+            "switch's ports when they differ (automatic headroom depends on each link's rate and "
+            "delay). Reported even with PFC off, when nothing is set aside for it."),
+      field("max_used_bytes", &BufferRecord::max_used, "B",
+            "Peak occupancy of the whole buffer (reserved, shared and headroom bytes together).",
+            Merge::Max),
+      field("headroom_overflows", &BufferRecord::headroom_overflows, "packets",
+            "Lossless frames dropped at this switch because the headroom was full: the sum of its "
+            "ports' `drops_headroom`.",
+            Merge::Sum),
+  };
+}
+
 struct RateSampleRecord {
   Time time;
   uint32_t flow;
@@ -58,17 +108,52 @@ struct RateSampleRecord {
   double alpha;
 };
 
+constexpr auto record_fields(std::type_identity<RateSampleRecord>) {
+  return std::tuple{
+      field("time_ps", &RateSampleRecord::time, "ps", "Simulated time of the sample."),
+      field("flow", &RateSampleRecord::flow, "",
+            "Flow id (`/flows.id`); one flow is one send queue pair."),
+      field("rate_bps", &RateSampleRecord::rate_bps, "b/s",
+            "Current rate R_C the NIC paces the queue pair at, as a wire rate (frames plus "
+            "preamble and inter-frame gap), truncated to whole b/s. Never above the source's link "
+            "rate; equal to it when the queue pair is not throttled."),
+      field("target_bps", &RateSampleRecord::target_bps, "b/s",
+            "Target rate R_T that rate increases move R_C toward."),
+      field("alpha", &RateSampleRecord::alpha, "",
+            "DCQCN's congestion estimate α, in [0, 1], as of `time_ps` (decay owed since its last "
+            "update applied). Before the first CNP it is `initial_alpha_value`/1024."),
+  };
+}
+
 struct BufferSampleRecord {
   Time time;
   uint32_t buffer;  // index into RunResult::buffers
   int64_t bytes;
 };
 
+constexpr auto record_fields(std::type_identity<BufferSampleRecord>) {
+  return std::tuple{
+      field("time_ps", &BufferSampleRecord::time, "ps", "Simulated time of the sample."),
+      field("buffer_index", &BufferSampleRecord::buffer, "", "Row of `/buffers`."),
+      field("bytes", &BufferSampleRecord::bytes, "B",
+            "Frame bytes held in the switch's buffer (reserved, shared and headroom together)."),
+  };
+}
+
 struct QueueDepthSample {
   Time time;
   uint32_t port;  // index into RunResult::ports
   int64_t bytes;
 };
+
+constexpr auto record_fields(std::type_identity<QueueDepthSample>) {
+  return std::tuple{
+      field("time_ps", &QueueDepthSample::time, "ps", "Simulated time of the sample."),
+      field("port_index", &QueueDepthSample::port, "", "Row of `/ports`."),
+      field("bytes", &QueueDepthSample::bytes, "B",
+            "Frame bytes waiting in the port's queues, all priorities together."),
+  };
+}
 
 struct RunResult {
   std::string scenario_text;  // merged scenario, as run

@@ -10,31 +10,13 @@
 
 #include "models/net/ecn_marking.h"
 #include "models/net/packet_fifo.h"
+#include "models/net/port_counters.h"
 #include "models/net/roce_framing.h"
 #include "sim/event.h"
 
 namespace fabtwin {
 
 inline constexpr int kPriorities = 8;
-
-struct PriorityCounters {
-  int64_t tx_packets = 0;
-  int64_t tx_bytes = 0;  // frame bytes sent
-  int64_t drops = 0;     // packets dropped, any cause, counted where the cause lies
-  int64_t drop_bytes = 0;
-  int64_t drops_egress = 0;      // lossy: egress queue at its dynamic threshold (this egress)
-  int64_t drops_headroom = 0;    // lossless: headroom overflow (this port as ingress)
-  int64_t max_queue_bytes = 0;   // deepest the queue got (frames waiting, not the one on the wire)
-  int64_t ecn_marks = 0;         // packets marked CE at this queue
-  int64_t pause_sent = 0;        // PFC XOFF frames sent upstream from this port (incl. refreshes)
-  int64_t xon_sent = 0;          // PFC XON (pause time 0) frames sent
-  int64_t xoff_transitions = 0;  // times this port's ingress group went from flowing to paused
-  int64_t pause_received = 0;    // PFC XOFF frames received from the peer
-  int64_t xon_received = 0;
-  Time paused_time{};        // time this egress queue spent paused by the peer
-  int64_t cnp_sent = 0;      // NIC: CNPs sent (counted on the CNP's priority)
-  int64_t cnp_received = 0;  // NIC: CNPs received for its queue pairs
-};
 
 // How a port shares its wire among queues: strict priorities first (highest number first),
 // then deficit-weighted round robin among the others.

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 
+#include "sim/record_field.h"
 #include "sim/units.h"
 
 namespace fabtwin {
@@ -13,8 +14,26 @@ struct FlowSpec {
   int dst = 0;
   Bytes size{};
   Time start{};
-  int dscp = 26;  // DSCP of its packets; switches and NICs map it to a priority
+  int dscp = 26;           // DSCP of its packets; switches and NICs map it to a priority
+  uint32_t generator = 0;  // index of the scenario's `traffic` entry that made it
 };
+
+constexpr auto record_fields(std::type_identity<FlowSpec>) {
+  return std::tuple{
+      field("id", &FlowSpec::id, "", "Flow id, unique within the run."),
+      field("src", &FlowSpec::src, "",
+            "Source host index. Hosts are nodes `0..hosts-1`, named `host<N>`."),
+      field("dst", &FlowSpec::dst, "", "Destination host index."),
+      field("dscp", &FlowSpec::dscp, "",
+            "DSCP (0..63) of the flow's data and ACKs, as the scenario gave it. Switches and NICs "
+            "map it to a priority with `fabric.qos.dscp_to_priority` (by default DSCP >> 3, so 26 "
+            "is priority 3); the mapping is in the `scenario` attribute, not in this table."),
+      field("size_bytes", &FlowSpec::size, "B", "Message size (payload bytes)."),
+      field("start_ps", &FlowSpec::start, "ps", "Time the message was posted at the source."),
+      field("generator", &FlowSpec::generator, "",
+            "Index of the scenario's `traffic` entry (traffic generator) that made the flow."),
+  };
+}
 
 struct FlowRecord {
   FlowSpec spec;
@@ -36,5 +55,47 @@ struct FlowRecord {
     return t > 0 ? static_cast<double>(spec.size.count) * 8.0 / t : 0.0;
   }
 };
+
+constexpr auto record_fields(std::type_identity<FlowRecord>) {
+  return std::tuple{
+      field("spec", &FlowRecord::spec, "", "What was asked for."),
+      field("finish_ps", &FlowRecord::finish, "ps",
+            "Time the source saw the last ACK (completion); `-1` if not completed.", Merge::Max,
+            &FlowRecord::completed),
+      computed<FlowRecord, int64_t>(
+          "fct_ps", [](const FlowRecord& f) { return f.completed ? f.fct().ps : int64_t{-1}; },
+          "ps", "Flow completion time, `finish_ps - start_ps`; `-1` if not completed."),
+      computed<FlowRecord, double>(
+          "goodput_bps", [](const FlowRecord& f) { return f.completed ? f.goodput_bps() : 0.0; },
+          "b/s", "`size_bytes * 8 / fct`; 0 if not completed."),
+      field("completed", &FlowRecord::completed, "0/1",
+            "1 if the source saw the last ACK before the run ended.", Merge::Any),
+      field("bytes_received", &FlowRecord::bytes_received, "B",
+            "Payload bytes the destination received in order.", Merge::Max),
+      field("last_byte_ps", &FlowRecord::last_byte_received, "ps",
+            "Time the destination received its last in-order byte so far (0 if none).",
+            Merge::Max),
+      field("packets_sent", &FlowRecord::packets_sent, "packets",
+            "Data packets the source put on the wire, retransmissions included.", Merge::Sum),
+      field("packets_retransmitted", &FlowRecord::packets_retransmitted, "packets",
+            "Of those, retransmissions.", Merge::Sum),
+      field("timeouts", &FlowRecord::timeouts, "",
+            "Retransmission timeouts the source's queue pair took.", Merge::Sum),
+      field("cnps_sent", &FlowRecord::cnps_sent, "CNPs",
+            "Congestion notification packets the destination's notification point sent for "
+            "this flow (at most one per `nic.cc.min_time_between_cnps`). 0 when congestion "
+            "control is off.",
+            Merge::Sum),
+      field("cnps_received", &FlowRecord::cnps_received, "CNPs",
+            "CNPs the source received for this flow, including any that arrived after it "
+            "completed.",
+            Merge::Sum),
+      field("rate_cuts", &FlowRecord::rate_cuts, "",
+            "Rate decreases the source's reaction point made. One per CNP, unless the monitor "
+            "period merged several CNPs into one cut. The rate set by "
+            "`rate_to_set_on_first_cnp` counts as one. 0 when congestion control is off.",
+            Merge::Sum),
+  };
+}
 
 }  // namespace fabtwin

@@ -80,6 +80,7 @@ struct Context {
   const Topology& topology;
   std::vector<FlowSpec>& flows;
   Rng rng;
+  uint32_t generator;  // index of the traffic entry
 };
 
 int read_host(ParamReader& r, const std::string& key, const Topology& t) {
@@ -92,7 +93,8 @@ int read_host(ParamReader& r, const std::string& key, const Topology& t) {
 }
 
 void add_flow(Context& c, int src, int dst, Bytes size, Time start, int dscp) {
-  c.flows.push_back({static_cast<uint32_t>(c.flows.size()), src, dst, size, start, dscp});
+  c.flows.push_back(
+      {static_cast<uint32_t>(c.flows.size()), src, dst, size, start, dscp, c.generator});
 }
 
 void explicit_flows(ParamReader& r, Context& c) {
@@ -241,7 +243,7 @@ std::vector<FlowSpec> generate_traffic(const nlohmann::json& scenario, const Top
     const std::string type = g["type"].get<std::string>();
     if (type == "collective") continue;  // GPU nodes run these (read_collectives)
     // Generator i draws from stream 2^40 + i, apart from every component's stream.
-    Context c{topology, flows, Rng(seed, (uint64_t{1} << 40) + i)};
+    Context c{topology, flows, Rng(seed, (uint64_t{1} << 40) + i), static_cast<uint32_t>(i)};
     const ParamGroup* group = type == "flows"         ? &kFlowsParams
                               : type == "incast"      ? &kIncastParams
                               : type == "permutation" ? &kPermutationParams

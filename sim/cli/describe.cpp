@@ -1,8 +1,11 @@
 #include "sim/cli/describe.h"
 
+#include <fstream>
 #include <iostream>
+#include <iterator>
 
 #include "models/fabric/fabric_spec.h"
+#include "sim/cli/report.h"
 
 namespace fabtwin {
 namespace {
@@ -177,6 +180,19 @@ int command_describe(const std::vector<std::string>& args) {
   const auto groups = all_param_groups();
   if (!args.empty() && args[0] == "--markdown") {
     describe_markdown(groups, std::cout);
+    return 0;
+  }
+  if (!args.empty() && args[0] == "--hdf5-schema") {
+    std::string doc;
+    if (args.size() > 1) {
+      std::ifstream in(args[1]);
+      if (!in) {
+        std::cerr << "fabtwin describe: cannot read " << args[1] << "\n";
+        return 2;
+      }
+      doc.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+    print_hdf5_schema(std::cout, doc);
     return 0;
   }
   if (!args.empty() && args[0] == "--json-schema") {

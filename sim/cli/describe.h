@@ -1,5 +1,6 @@
 // `fabtwin describe`: the parameter reference, as text, as Markdown (docs/model-reference.md)
-// or as a JSON Schema for editors (scenarios/fabtwin.schema.json), all from the declarations.
+// or as a JSON Schema for editors (scenarios/fabtwin.schema.json), all from the declarations;
+// and the HDF5 tables' fields (docs/hdf5-schema.md) from the records' field tables.
 #pragma once
 
 #include <nlohmann/json.hpp>

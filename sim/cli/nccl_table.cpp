@@ -33,11 +33,6 @@ std::string nccl_perf_program(const std::string& op) {
   return op + "_perf";
 }
 
-std::string nccl_redop_text(const std::string& op, const std::string& redop) {
-  const bool reduces = op == "all_reduce" || op == "reduce_scatter" || op == "reduce" || op.empty();
-  return reduces && !redop.empty() ? redop : "none";
-}
-
 namespace {
 
 // The distinct values of one column, in row order: "ring", or "tree,ring" when sizes differ.

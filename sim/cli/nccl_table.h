@@ -21,10 +21,6 @@ std::string nccl_float_text(double value, int width);
 // The nccl-tests binary that runs `op`: all_reduce -> all_reduce_perf, all_to_all -> alltoall_perf.
 std::string nccl_perf_program(const std::string& op);
 
-// The redop column: nccl-tests prints "none" for the collectives that do not reduce
-// (all_gather, broadcast, alltoall, sendrecv).
-std::string nccl_redop_text(const std::string& op, const std::string& redop);
-
 // The rows of traffic generator `generator` as an nccl-tests table (header, units, one line per
 // size, average bus bandwidth), after a two-line preamble saying what was simulated.
 std::string nccl_tests_table(const RunResult& r, uint32_t generator);

@@ -7,8 +7,10 @@
 #include <numeric>
 #include <sstream>
 
+#include "models/fabric/metrics.h"
 #include "sim/cli/atomic_file.h"
 #include "sim/cli/nccl_table.h"
+#include "sim/cli/record_columns.h"
 #include "sim/statistics.h"
 
 namespace fabtwin {
@@ -21,41 +23,41 @@ std::string hex64(uint64_t v) {
 
 RunFigures run_figures(const RunResult& r) {
   RunFigures f;
-  std::vector<double> fct, goodput;
+  const FlowSet flows = all_flows(r);
+  f.flows = static_cast<int64_t>(flows.size());
+  f.completed = completed_count(flows);
+  std::vector<double> goodput;
   for (const FlowRecord& flow : r.flows) {
-    ++f.flows;
-    f.retransmitted += flow.packets_retransmitted;
     f.timeouts += flow.timeouts;
     f.rate_cuts += flow.rate_cuts;
-    if (!flow.completed) continue;
-    ++f.completed;
-    fct.push_back(static_cast<double>(flow.fct().ps));
-    goodput.push_back(flow.goodput_bps());
+    if (flow.completed) goodput.push_back(flow.goodput_bps());
   }
-  f.fct_p50_ps = percentile(fct, 50);
-  f.fct_p99_ps = percentile(fct, 99);
-  f.fct_max_ps = percentile(fct, 100);
+  f.retransmitted = packets_retransmitted(r);
+  if (f.completed > 0) {
+    f.fct_p50_ps = fct_percentile_ps(flows, 50);
+    f.fct_p99_ps = fct_percentile_ps(flows, 99);
+    f.fct_max_ps = fct_percentile_ps(flows, 100);
+  }
   f.goodput_p50_bps = percentile(goodput, 50);
   f.goodput_min_bps = percentile(goodput, 0);
   f.goodput_max_bps = percentile(goodput, 100);
   f.rate_cuts += r.connection_rate_cuts;
+  const PriorityCounters total = counter_totals(r);
+  f.drops = total.drops;
+  f.drops_egress = total.drops_egress;
+  f.drops_headroom = total.drops_headroom;
+  f.pause_sent = total.pause_sent;
+  f.xon_sent = total.xon_sent;
+  f.xoff_transitions = total.xoff_transitions;
+  f.pause_received = total.pause_received;
+  f.paused_ps = static_cast<double>(total.paused_time.ps);
+  f.ecn_marks = total.ecn_marks;
+  f.cnps_sent = total.cnp_sent;  // flows' and collectives' QPs alike
+  f.cnps_received = total.cnp_received;
+  f.max_queue_bytes = max_switch_queue_bytes(r);
   for (const PortRecord& p : r.ports) {
-    f.drops += p.drops();
-    f.drops_egress += p.total(&PriorityCounters::drops_egress);
-    const int64_t overflow = p.total(&PriorityCounters::drops_headroom);
-    f.drops_headroom += overflow;
-    f.ports_with_headroom_overflow += overflow > 0;
-    f.pause_sent += p.total(&PriorityCounters::pause_sent);
-    f.xon_sent += p.total(&PriorityCounters::xon_sent);
-    f.xoff_transitions += p.total(&PriorityCounters::xoff_transitions);
-    f.pause_received += p.total(&PriorityCounters::pause_received);
-    const Time paused = p.total(&PriorityCounters::paused_time);
-    f.paused_ps += static_cast<double>(paused.ps);
-    f.ports_paused += paused.ps > 0;
-    f.ecn_marks += p.total(&PriorityCounters::ecn_marks);
-    f.cnps_sent += p.total(&PriorityCounters::cnp_sent);  // flows' and collectives' QPs alike
-    f.cnps_received += p.total(&PriorityCounters::cnp_received);
-    if (p.switch_port) f.max_queue_bytes = std::max(f.max_queue_bytes, p.max_queue_bytes());
+    f.ports_with_headroom_overflow += p.total(&PriorityCounters::drops_headroom) > 0;
+    f.ports_paused += p.total(&PriorityCounters::paused_time).ps > 0;
   }
   for (const BufferRecord& b : r.buffers) {
     if (b.max_used > f.peak_buffer_bytes || f.peak_buffer_switch.empty()) {
@@ -217,39 +219,18 @@ nlohmann::json json_report(const RunResult& r) {
                 {"goodput_p50_bps", f.goodput_p50_bps},
                 {"goodput_max_bps", f.goodput_max_bps}};
   nlohmann::json flows = nlohmann::json::array();
-  for (const FlowRecord& fl : r.flows) {
-    flows.push_back({{"id", fl.spec.id},
-                     {"src", fl.spec.src},
-                     {"dst", fl.spec.dst},
-                     {"size_bytes", fl.spec.size.count},
-                     {"start_ps", fl.spec.start.ps},
-                     {"completed", fl.completed},
-                     {"fct_ps", fl.completed ? fl.fct().ps : -1},
-                     {"goodput_bps", fl.completed ? fl.goodput_bps() : 0.0},
-                     {"packets_retransmitted", fl.packets_retransmitted},
-                     {"timeouts", fl.timeouts},
-                     {"cnps_sent", fl.cnps_sent},
-                     {"cnps_received", fl.cnps_received},
-                     {"rate_cuts", fl.rate_cuts}});
-  }
+  const auto flow_columns = columns_of<FlowRecord>();
+  for (const FlowRecord& fl : r.flows) flows.push_back(record_json(flow_columns, fl));
   j["flow_records"] = std::move(flows);
   nlohmann::json ports = nlohmann::json::array();
+  const auto port_columns = columns_of<PortRecord>();
   for (const PortRecord& p : r.ports) {
     if (p.tx_packets() == 0 && p.drops() == 0 && p.total(&PriorityCounters::pause_sent) == 0)
       continue;
-    ports.push_back({{"node", p.node},
-                     {"port", p.port},
-                     {"peer", p.peer},
-                     {"tx_packets", p.tx_packets()},
-                     {"tx_bytes", p.tx_bytes()},
-                     {"drops", p.drops()},
-                     {"max_queue_bytes", p.max_queue_bytes()},
-                     {"ecn_marks", p.total(&PriorityCounters::ecn_marks)},
-                     {"xoff_sent", p.total(&PriorityCounters::pause_sent)},
-                     {"xoff_received", p.total(&PriorityCounters::pause_received)},
-                     {"paused_ps", p.total(&PriorityCounters::paused_time).ps},
-                     {"cnp_sent", p.total(&PriorityCounters::cnp_sent)},
-                     {"cnp_received", p.total(&PriorityCounters::cnp_received)}});
+    nlohmann::json port = record_json(port_columns, p);
+    port["xoff_sent"] = port["pause_sent"];  // the names these two had before pause_sent and
+    port["xoff_received"] = port["pause_received"];  // pause_received, kept for readers
+    ports.push_back(std::move(port));
   }
   j["ports"] = {{"drops", f.drops},
                 {"drops_egress_limit", f.drops_egress},
@@ -277,27 +258,11 @@ nlohmann::json json_report(const RunResult& r) {
                  {"data_packets_per_second", f.data_packets_per_second}};
   if (!r.collectives.empty()) {
     nlohmann::json collectives = nlohmann::json::array();
-    for (const CollectiveRow& c : r.collectives) {
-      collectives.push_back({{"generator", c.generator},
-                             {"op", c.op},
-                             {"algorithm", c.algorithm},
-                             {"protocol", c.protocol},
-                             {"size", c.size},
-                             {"count", c.count},
-                             {"type", c.type},
-                             {"redop", nccl_redop_text(c.op, c.redop)},
-                             {"root", c.root},
-                             {"ranks", c.ranks},
-                             {"channels", c.channels},
-                             {"iterations", c.iterations},
-                             {"time_us", c.time_us},
-                             {"algbw", c.algbw},
-                             {"busbw", c.busbw},
-                             {"start_ps", c.start.ps},
-                             {"end_ps", c.end.ps}});
-    }
+    const auto columns = columns_of<CollectiveRow>();
+    for (const CollectiveRow& c : r.collectives) collectives.push_back(record_json(columns, c));
     j["collectives"] = std::move(collectives);
   }
+  j["metrics"] = metrics_json(r);
   return j;
 }
 

@@ -36,6 +36,9 @@ void print_summary(const RunResult& r, std::ostream& out);
 nlohmann::json json_report(const RunResult& r);
 void write_json_report(const RunResult& r, const std::filesystem::path& file);
 void write_hdf5(const RunResult& r, const std::filesystem::path& file);
+// The HDF5 tables' fields as Markdown tables between markers; given `doc` (the text of
+// docs/hdf5-schema.md), that text with its generated tables brought up to date.
+void print_hdf5_schema(std::ostream& out, const std::string& doc = "");
 
 std::string hex64(uint64_t v);
 

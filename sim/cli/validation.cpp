@@ -4,11 +4,10 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
-#include <map>
 
 #include "models/cc/dcqcn_fluid_model.h"
 #include "models/fabric/fabric.h"
-#include "sim/statistics.h"
+#include "models/fabric/metrics.h"
 
 namespace fabtwin {
 namespace {
@@ -33,183 +32,8 @@ const ParamGroup kCaseParams{
       "{relative | absolute} around the reference, or {at_most: true | at_least: true}",
       "fabtwin"}}};
 
-// Time average of a switch port's sampled queue depth from `after` on.
-double mean_queue(const nlohmann::json& metric, const RunResult& r) {
-  const std::string node = metric.at("node").get<std::string>();
-  const uint32_t port = metric.at("port").get<uint32_t>();
-  const Time after = parse_time(metric.value("after", std::string("0us")));
-  uint32_t index = UINT32_MAX;
-  for (uint32_t i = 0; i < r.ports.size(); ++i) {
-    if (r.ports[i].node == node && r.ports[i].port == port) index = i;
-  }
-  if (index == UINT32_MAX)
-    throw ScenarioError("metric.port", "no port " + std::to_string(port) + " on " + node);
-  double sum = 0;
-  int64_t n = 0;
-  for (const QueueDepthSample& s : r.queue_samples) {
-    if (s.port == index && s.time >= after) {
-      sum += static_cast<double>(s.bytes);
-      ++n;
-    }
-  }
-  if (n == 0)
-    throw std::runtime_error("no queue samples of " + node + " port " + std::to_string(port) +
-                             " after " + format_time(after));
-  return sum / static_cast<double>(n);
-}
-
-// Per-flow mean of the sampled congestion-control rate from `after` on.
-std::vector<double> mean_rates(const RunResult& r, Time after) {
-  std::vector<double> sum(r.flows.size(), 0.0);
-  std::vector<int64_t> n(r.flows.size(), 0);
-  for (const RateSampleRecord& s : r.rate_samples) {
-    if (s.time < after) continue;
-    sum[s.flow] += static_cast<double>(s.rate_bps);
-    ++n[s.flow];
-  }
-  std::vector<double> mean;
-  for (size_t f = 0; f < sum.size(); ++f) {
-    if (n[f] > 0) mean.push_back(sum[f] / static_cast<double>(n[f]));
-  }
-  if (mean.empty()) throw std::runtime_error("no rate samples after " + format_time(after));
-  return mean;
-}
-
-// The first sample time from which Jain's index of the flows' rates stays >= 0.95.
-double convergence_time(const RunResult& r) {
-  double converged_at = -1;
-  size_t i = 0;
-  while (i < r.rate_samples.size()) {
-    const Time t = r.rate_samples[i].time;
-    std::vector<double> rates;
-    for (; i < r.rate_samples.size() && r.rate_samples[i].time == t; ++i) {
-      rates.push_back(static_cast<double>(r.rate_samples[i].rate_bps));
-    }
-    if (rates.size() < 2) continue;
-    if (jain_index(rates) >= 0.95) {
-      if (converged_at < 0) converged_at = static_cast<double>(t.ps);
-    } else {
-      converged_at = -1;
-    }
-  }
-  if (converged_at < 0) throw std::runtime_error("the rates never converged (Jain >= 0.95)");
-  return converged_at;
-}
-
-int64_t flow_arg(const nlohmann::json& metric, const RunResult& r) {
-  const int64_t id = metric.value("flow", int64_t{0});
-  if (id < 0 || id >= static_cast<int64_t>(r.flows.size())) {
-    throw ScenarioError("metric.flow", "no flow " + std::to_string(id) + " in the run");
-  }
-  if (!r.flows[id].completed)
-    throw std::runtime_error("flow " + std::to_string(id) + " did not complete");
-  return id;
-}
-
-const CollectiveRow& collective_row(const nlohmann::json& metric, const RunResult& r) {
-  const int64_t row = metric.value("row", int64_t{0});
-  if (row < 0 || row >= static_cast<int64_t>(r.collectives.size())) {
-    throw ScenarioError("metric.row", "no collective row " + std::to_string(row) + " in the run");
-  }
-  if (r.collectives[row].time_us <= 0) {
-    throw std::runtime_error("collective row " + std::to_string(row) + " did not complete");
-  }
-  return r.collectives[row];
-}
-
-// log2 of the smallest size from which generator `ring` is faster than generator `tree` at
-// every larger size of their common sweep.
-double ring_tree_crossover_log2(const nlohmann::json& metric, const RunResult& r) {
-  const auto ring = metric.at("ring").get<uint32_t>(), tree = metric.at("tree").get<uint32_t>();
-  std::map<int64_t, std::pair<double, double>> times;  // size -> (ring, tree)
-  for (const CollectiveRow& row : r.collectives) {
-    if (row.time_us <= 0) throw std::runtime_error("a collective size did not complete");
-    if (row.generator == ring) times[row.size].first = row.time_us;
-    if (row.generator == tree) times[row.size].second = row.time_us;
-  }
-  int64_t from = -1;
-  for (const auto& [size, t] : times) {
-    if (t.first <= 0 || t.second <= 0) continue;
-    if (t.first < t.second) {
-      if (from < 0) from = size;
-    } else {
-      from = -1;
-    }
-  }
-  if (from < 0) throw std::runtime_error("ring never beats tree up to the largest size");
-  return std::log2(static_cast<double>(from));
-}
-
 double measure(const nlohmann::json& metric, const RunResult& r) {
-  const std::string name = metric.at("name").get<std::string>();
-  if (name == "collective_time_us") return collective_row(metric, r).time_us;
-  if (name == "collective_busbw") {
-    return collective_row(metric, r).busbw / metric.value("divide_by", 1.0);
-  }
-  if (name == "ring_tree_crossover_log2") return ring_tree_crossover_log2(metric, r);
-  if (name == "flow_fct_ps") return static_cast<double>(r.flows[flow_arg(metric, r)].fct().ps);
-  if (name == "flow_goodput_bps") return r.flows[flow_arg(metric, r)].goodput_bps();
-  if (name == "mean_queue_bytes") return mean_queue(metric, r);
-  if (name == "jain_index_of_rates") {
-    return jain_index(mean_rates(r, parse_time(metric.value("after", std::string("0us")))));
-  }
-  if (name == "rate_convergence_time_ps") return convergence_time(r);
-  if (name == "port_utilization") {
-    for (const PortRecord& p : r.ports) {
-      if (p.node == metric.at("node").get<std::string>() &&
-          p.port == metric.at("port").get<uint32_t>()) {
-        return static_cast<double>(p.busy_time.ps) / static_cast<double>(r.last_event_time.ps);
-      }
-    }
-    throw ScenarioError("metric.port", "no such port");
-  }
-  if (name == "xoff_sent") {
-    int64_t n = 0;
-    for (const PortRecord& p : r.ports) n += p.total(&PriorityCounters::pause_sent);
-    return static_cast<double>(n);
-  }
-  if (name == "max_switch_queue_bytes") {
-    int64_t m = 0;
-    for (const PortRecord& p : r.ports) {
-      if (p.switch_port) m = std::max(m, p.max_queue_bytes());
-    }
-    return static_cast<double>(m);
-  }
-  if (name == "mean_max_queue_bytes") {
-    const std::string node = metric.at("node").get<std::string>();
-    double sum = 0;
-    int n = 0;
-    for (const auto& port : metric.at("ports")) {
-      for (const PortRecord& p : r.ports) {
-        if (p.node == node && p.port == port.get<uint32_t>()) {
-          sum += static_cast<double>(p.max_queue_bytes());
-          ++n;
-        }
-      }
-    }
-    if (n != static_cast<int>(metric.at("ports").size())) {
-      throw ScenarioError("metric.ports", "not every listed port exists on " + node);
-    }
-    return sum / n;
-  }
-  std::vector<double> goodput;
-  Time first = Time::max(), last{};
-  double bits = 0;
-  for (const FlowRecord& f : r.flows) {
-    if (!f.completed)
-      throw std::runtime_error("flow " + std::to_string(f.spec.id) + " did not complete");
-    goodput.push_back(f.goodput_bps());
-    first = std::min(first, f.spec.start);
-    last = std::max(last, f.finish);
-    bits += 8.0 * static_cast<double>(f.spec.size.count);
-  }
-  if (name == "jain_index") return jain_index(goodput);
-  if (name == "aggregate_goodput_bps") return bits / (last - first).seconds();
-  throw ScenarioError("metric.name",
-                      "expected flow_fct_ps, flow_goodput_bps, mean_max_queue_bytes, "
-                      "jain_index, aggregate_goodput_bps, collective_time_us, collective_busbw "
-                      "or ring_tree_crossover_log2, found \"" +
-                          name + "\"");
+  return measure_metric(metric.at("name").get<std::string>(), r, metric);
 }
 
 // Analytic references, computed from the same scenario the simulation ran.
@@ -271,7 +95,7 @@ double analytic(const std::string& name, const nlohmann::json& metric, const Fab
     // latency of one network step (proxy, PCIe both ways, the links of the path), B the
     // rank's RoCE goodput (or its PCIe rate if slower).
     const CollectiveSetup& setup = spec.collectives;
-    const CollectiveRow& row = collective_row(metric, result);
+    const CollectiveRow& row = completed_collective(result, metric.value("row", int64_t{0}));
     const double n = row.ranks;
     const int hops = spec.routes.distance(topo.nic_of_gpu(static_cast<int>(row.gpus[0])),
                                       topo.nic_of_gpu(static_cast<int>(row.gpus[1])));

@@ -1,0 +1,100 @@
+// Figures measured from a run's records: plain functions over RunResult, and one catalogue that
+// names them (name, unit, meaning, the arguments they read) for `fabtwin validate`, the
+// --json report's "metrics" and sweeps that choose metrics by name. A function throws
+// std::runtime_error when the run has nothing to measure (no samples, a flow that did not
+// complete) and ScenarioError when an argument names something the run lacks.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "models/fabric/run_result.h"
+
+namespace fabtwin {
+
+using FlowSet = std::vector<const FlowRecord*>;
+using MetricGroups = std::map<std::string, double>;  // group name -> value
+
+// --- Flows ---------------------------------------------------------------------------------------
+FlowSet all_flows(const RunResult& r);
+// By traffic generator ("0", "1", ...: the index of the scenario's `traffic` entry).
+std::map<std::string, FlowSet> flows_by_generator(const RunResult& r);
+// By message size: "<=10KB", "<=100KB", "<=1MB", "<=10MB", ">10MB" (decimal units).
+std::map<std::string, FlowSet> flows_by_size(const RunResult& r);
+const char* size_bucket(Bytes size);
+
+int64_t completed_count(const FlowSet& flows);
+// Nearest-rank percentile q (0..100) of the completed flows' FCT.
+double fct_percentile_ps(const FlowSet& flows, double q);
+// The ideal FCT: the message's bits at the line rate of its source host's port (no headers,
+// no propagation). Slowdown = FCT / ideal FCT.
+// Line rate of each host's port (host index = node id; ports are listed node by node).
+std::vector<BitsPerSec> host_line_rates(const RunResult& r);
+Time ideal_fct(const RunResult& r, const FlowRecord& f);
+double slowdown_percentile(const RunResult& r, const FlowSet& flows, double q);
+// Message bits of the completed flows over the time from the first one's start to the last
+// one's completion.
+double goodput_bps(const FlowSet& flows);
+// Payload bits delivered in order (complete or not) from the first flow's start to the last
+// event of the run.
+double throughput_bps(const RunResult& r, const FlowSet& flows);
+// goodput_bps of every flow, all of which must have completed.
+double aggregate_goodput_bps(const RunResult& r);
+// Jain's index of the flows' goodputs, all of which must have completed.
+double jain_index_of_goodputs(const RunResult& r);
+// Flow `id`, which must exist and have completed.
+const FlowRecord& completed_flow(const RunResult& r, int64_t id);
+
+// --- Congestion-control rates ---------------------------------------------------------------------
+// Per flow with samples, the mean of its sampled rate from `after` on.
+std::vector<double> mean_rates_bps(const RunResult& r, Time after);
+double jain_index_of_rates(const RunResult& r, Time after);
+// The first sample time from which Jain's index of the sampled rates stays >= 0.95.
+Time rate_convergence_time(const RunResult& r);
+
+// --- Ports, queues, PFC -------------------------------------------------------------------------
+// Index into r.ports of `node`'s port `port`.
+uint32_t port_index(const RunResult& r, const std::string& node, uint32_t port);
+std::string port_name(const PortRecord& p);  // "leaf0:3"
+// Time average of a port's sampled queue depth from `after` on.
+double mean_queue_bytes(const RunResult& r, uint32_t port, Time after);
+double mean_max_queue_bytes(const RunResult& r, const std::string& node,
+                            const std::vector<uint32_t>& ports);
+int64_t max_switch_queue_bytes(const RunResult& r);
+double port_utilization(const RunResult& r, uint32_t port);  // busy time / last event time
+// Every port's counters together, each combined by its rule (summed, or the largest).
+PriorityCounters counter_totals(const RunResult& r);
+Time pause_time(const RunResult& r);  // summed over the PFC pause intervals
+int64_t packets_retransmitted(const RunResult& r);
+
+// --- Collectives ---------------------------------------------------------------------------------
+// Collective row `row`, which must exist and have completed.
+const CollectiveRow& completed_collective(const RunResult& r, int64_t row);
+// log2 of the smallest size from which generator `ring` is faster than generator `tree` at every
+// larger size of their common sweep.
+double ring_tree_crossover_log2(const RunResult& r, uint32_t ring, uint32_t tree);
+
+// --- The catalogue --------------------------------------------------------------------------------
+struct Metric {
+  std::string name;
+  std::string unit;
+  std::string args;  // the arguments it reads ("node, port, after?"); empty: none
+  std::string meaning;
+  // Exactly one is set: a single figure, or one per group (generator, size bucket, port).
+  std::function<double(const RunResult&, const nlohmann::json& args)> value;
+  std::function<MetricGroups(const RunResult&)> groups;
+};
+
+const std::vector<Metric>& metric_catalogue();
+const Metric& find_metric(const std::string& name);  // ScenarioError("metric.name") if unknown
+// A single-figure metric by name; `args` holds its arguments ({"node": ..., "port": ...}).
+double measure_metric(const std::string& name, const RunResult& r,
+                      const nlohmann::json& args = nlohmann::json::object());
+// Every metric that reads no arguments: figures, or objects by group; null where the run has
+// nothing to measure.
+nlohmann::json metrics_json(const RunResult& r);
+
+}  // namespace fabtwin
