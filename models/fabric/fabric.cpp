@@ -123,7 +123,7 @@ std::vector<const ParamGroup*> all_param_groups() {
   std::vector<const ParamGroup*> groups{&kTopologyParams, &kLinkParams};
   for (const ParamGroup* g : switch_param_groups()) groups.push_back(g);
   groups.push_back(&HostNic::params());
-  for (const ParamGroup* g : dcqcn_param_groups()) groups.push_back(g);
+  for (const ParamGroup* g : cc_param_groups()) groups.push_back(g);
   groups.push_back(&kRoutingParams);
   for (const ParamGroup* g : traffic_param_groups()) groups.push_back(g);
   groups.push_back(&kCollectiveParams);
@@ -171,9 +171,8 @@ Fabric::Fabric(const ScenarioDocument& doc, int threads, Transport* transport)
   nic_config.pfc = switch_config.pfc;
   nic_config.lossless = switch_config.mmu.lossless;
   nic_config.pause_quanta = switch_config.pause_quanta;
-  nic_config.dcqcn = read_dcqcn_config(root, nic_config.dcqcn_config);
-  congestion_control_ =
-      nic_config.dcqcn ? "dcqcn (" + nic_config.dcqcn_config.profile + " profile)" : "none";
+  nic_config.cc = read_cc_config(root);
+  congestion_control_ = describe(nic_config.cc);
   ParamReader routing(section(root, "routing"), "routing", kRoutingParams);
   routing.choice("algorithm");
   routing.finish();

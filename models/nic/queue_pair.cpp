@@ -82,12 +82,24 @@ void RequesterQp::go_back_to(uint32_t psn) {
   next_psn = psn;
 }
 
-bool RequesterQp::on_ack(uint32_t psn, Time now, Time ack_timeout) {
-  if (done || psn <= unacked_psn) return false;
-  unacked_psn = psn;
+bool RequesterQp::on_ack(const Packet& ack, Time now, Time ack_timeout, int64_t mtu) {
+  if (done || ack.psn <= unacked_psn) return false;
+  const uint32_t acked = ack.psn - unacked_psn;
+  unacked_psn = ack.psn;
   if (next_psn < unacked_psn) next_psn = unacked_psn;
   deadline = now + ack_timeout;
-  if (cc) cc->on_ack(now);
+  if (cc) {
+    AckRecord a;
+    a.now = now;
+    a.rtt = now - ack.timestamp;
+    a.ece = ack.ece;
+    a.psn = ack.psn;
+    a.next_psn = next_psn;
+    a.acked_bytes = int64_t{acked} * mtu;
+    a.in_flight = in_flight(mtu);
+    cc->on_ack(a);
+    update_rate(now);
+  }
   return true;
 }
 
@@ -108,6 +120,7 @@ bool RequesterQp::take_acked_message(uint64_t& sequence) {
 
 ResponderQp::Response ResponderQp::on_data(const Packet& p, Time now, int ack_every) {
   Response r;
+  if (p.ecn == Ecn::Ce) ce_to_echo = true;
   if (p.psn == expected_psn) {
     ++expected_psn;
     bytes += p.payload;
@@ -140,13 +153,16 @@ void ResponderQp::address_reply(Packet& a, int host) const {
   a.ecmp_hash = hash;
 }
 
-void ResponderQp::write_reply(Packet& a, PacketType type, int host) const {
+void ResponderQp::write_reply(Packet& a, PacketType type, int host, Time timestamp) {
   address_reply(a, host);
   a.type = type;
   a.psn = expected_psn;
   a.frame = roce::ack_frame();
   a.priority = static_cast<uint8_t>(priority);
   a.dscp = static_cast<uint8_t>(dscp);
+  a.timestamp = timestamp;
+  a.ece = ce_to_echo;
+  ce_to_echo = false;
 }
 
 }  // namespace fabtwin

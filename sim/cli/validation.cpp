@@ -6,6 +6,7 @@
 #include <iostream>
 #include <map>
 
+#include "models/cc/algorithm.h"
 #include "models/cc/dcqcn_fluid_model.h"
 #include "models/fabric/fabric.h"
 #include "sim/statistics.h"
@@ -246,10 +247,11 @@ double analytic(const std::string& name, const nlohmann::json& metric, const Fab
   if (name == "dcqcn_fixed_point_queue") {
     // The CoNEXT 2016 fluid model's fixed point for the scenario's own parameters: N flows
     // through the bottleneck, counting in the data frames the switch marks.
-    DcqcnConfig cc;
-    if (!read_dcqcn_config(scenario, cc)) {
+    const CcConfig choice = read_cc_config(scenario);
+    if (choice.algorithm != CcAlgorithm::Dcqcn) {
       throw ScenarioError("nic.cc.algorithm", "the dcqcn_fixed_point_queue reference needs dcqcn");
     }
+    const DcqcnConfig& cc = choice.dcqcn;
     const SwitchConfig sw = read_switch_config(scenario, 0);
     const RedMarking red = sw.red_for(host_link.rate);
     DcqcnFluidParams p;
