@@ -60,7 +60,9 @@ const Bound kTimelyParams{
         Bound::field(&TimelyConfig::segment,
                      {"segment", ParamType::Bytes, "\"64KB\"",
                       "payload bytes acknowledged between rate updates, the paper's completion "
-                      "event; 0B updates on every ACK",
+                      "event; a flow too slow to complete one per round trip updates once per "
+                      "round trip (when what it had sent at the last update is acknowledged); "
+                      "0B updates on every ACK",
                       "TIMELY paper: one update per completion of a 16-64 KB segment"}),
         Bound::field(&TimelyConfig::min_rate, {"min_rate", ParamType::Rate, "\"100Mbps\"",
                                                "floor of the rate", "HPCC authors' ns-3 MinRate"}),
@@ -78,8 +80,9 @@ Timely::Timely(const TimelyConfig& config, BitsPerSec line_rate)
 
 void Timely::on_ack(const AckRecord& a) {
   segment_acked_ += a.acked_bytes;
-  if (segment_acked_ < c_.segment) return;
+  if (segment_acked_ < c_.segment && a.psn < round_end_) return;
   segment_acked_ = 0;
+  round_end_ = a.next_psn;
   update(a.rtt);
 }
 

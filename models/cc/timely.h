@@ -1,5 +1,6 @@
 // TIMELY (Mittal et al., SIGCOMM 2015): a queue pair's rate steered by the RTT and its gradient.
-// Once per completion event (`segment` bytes acknowledged) the RTT of the ACK ending it updates
+// Once per completion event (`segment` bytes acknowledged, or a round trip if that comes first)
+// the RTT of the ACK ending it updates
 // rtt_diff <- (1 - a) rtt_diff + a (rtt - prev_rtt); below T_low the rate grows by delta, above
 // T_high it is cut by beta (1 - T_high / rtt), in between a non-positive gradient
 // rtt_diff / min_rtt adds delta (hai_factor x delta after hai_after increases in a row) and a
@@ -41,6 +42,7 @@ class Timely final : public CongestionControl {
   double line_;
   double rate_;
   int64_t segment_acked_ = 0;  // bytes acknowledged since the last update
+  uint32_t round_end_ = 0;     // the next PSN at the last update: a round trip ends past it
   bool have_rtt_ = false;
   double prev_rtt_ = 0;  // ps
   double rtt_diff_ = 0;  // ps

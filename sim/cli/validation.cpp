@@ -1,5 +1,6 @@
 #include "sim/cli/validation.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -97,6 +98,52 @@ double convergence_time(const RunResult& r) {
   return converged_at;
 }
 
+// The queueing delays (microseconds) of a switch port's sampled queue from `after` on, sorted.
+std::vector<double> queue_delays_us(const nlohmann::json& metric, const RunResult& r) {
+  const Time after = parse_time(metric.value("after", std::string("0us")));
+  for (uint32_t i = 0; i < r.ports.size(); ++i) {
+    const PortRecord& p = r.ports[i];
+    if (p.node != metric.at("node").get<std::string>() ||
+        p.port != metric.at("port").get<uint32_t>()) {
+      continue;
+    }
+    std::vector<double> delays;
+    for (const QueueDepthSample& s : r.queue_samples) {
+      if (s.port == i && s.time >= after) {
+        delays.push_back(static_cast<double>(s.bytes) * 8e6 / static_cast<double>(p.rate.bps));
+      }
+    }
+    if (delays.empty()) throw std::runtime_error("no queue samples after " + format_time(after));
+    std::sort(delays.begin(), delays.end());
+    return delays;
+  }
+  throw ScenarioError("metric.port", "no such port");
+}
+
+double mean_queue_delay_us(const nlohmann::json& metric, const RunResult& r) {
+  const std::vector<double> d = queue_delays_us(metric, r);
+  double sum = 0;
+  for (const double v : d) sum += v;
+  return sum / static_cast<double>(d.size());
+}
+
+// The `quantile` (0..1) of the sampled queueing delay.
+double queue_delay_quantile_us(const nlohmann::json& metric, const RunResult& r) {
+  const std::vector<double> d = queue_delays_us(metric, r);
+  const double q = metric.at("quantile").get<double>();
+  return d[std::min(d.size() - 1, static_cast<size_t>(q * static_cast<double>(d.size())))];
+}
+
+// The round trip of one packet of `payload` bytes of flow `f` and its ACK through an idle
+// fabric: per hop, store and forward costs each frame's wire time plus the propagation delay.
+Time unloaded_round_trip(const Topology& topo, const FlowSpec& f, int payload) {
+  const TopologyLink& link = topo.links.front();
+  const int hops = RoutingTable(topo).distance(f.src, f.dst);
+  const Time data = roce::wire_time(roce::data_frame(payload, true), link.rate);
+  const Time ack = roce::wire_time(roce::ack_frame(), link.rate);
+  return (data + link.delay) * hops + (ack + link.delay) * hops;
+}
+
 int64_t flow_arg(const nlohmann::json& metric, const RunResult& r) {
   const int64_t id = metric.value("flow", int64_t{0});
   if (id < 0 || id >= static_cast<int64_t>(r.flows.size())) {
@@ -151,6 +198,8 @@ double measure(const nlohmann::json& metric, const RunResult& r) {
   if (name == "flow_fct_ps") return static_cast<double>(r.flows[flow_arg(metric, r)].fct().ps);
   if (name == "flow_goodput_bps") return r.flows[flow_arg(metric, r)].goodput_bps();
   if (name == "mean_queue_bytes") return mean_queue(metric, r);
+  if (name == "mean_queue_delay_us") return mean_queue_delay_us(metric, r);
+  if (name == "queue_delay_quantile_us") return queue_delay_quantile_us(metric, r);
   if (name == "jain_index_of_rates") {
     return jain_index(mean_rates(r, parse_time(metric.value("after", std::string("0us")))));
   }
@@ -220,16 +269,24 @@ double analytic(const std::string& name, const nlohmann::json& metric, const Fab
   const Topology& topo = fabric.topology();
   const TopologyLink& host_link = topo.links.front();
   if (name == "single_packet_round_trip") {
-    // Store and forward over h links each way: every hop costs the frame's wire time plus the
-    // propagation delay; the ACK returns the same way.
     const FlowSpec& f = fabric.flows().at(static_cast<size_t>(metric.value("flow", 0)));
-    const RoutingTable routing(topo);
-    const int hops = routing.distance(f.src, f.dst);
-    const Time data =
-        roce::wire_time(roce::data_frame(static_cast<int>(f.size.count), true), host_link.rate);
-    const Time ack = roce::wire_time(roce::ack_frame(), host_link.rate);
-    return static_cast<double>(
-        ((data + host_link.delay) * hops + (ack + host_link.delay) * hops).ps);
+    return static_cast<double>(unloaded_round_trip(topo, f, static_cast<int>(f.size.count)).ps);
+  }
+  if (name == "dctcp_queue_bound") {
+    // DCTCP's queue peaks at K plus one packet per flow (SIGCOMM 2010 section 3.3): every flow
+    // adds a packet in the round trip before the marks reach it.
+    const RedMarking red = read_switch_config(scenario, 0).red_for(host_link.rate);
+    const int frame = roce::data_frame(static_cast<int>(nic.mtu.count), false);
+    return static_cast<double>(red.kmin + static_cast<int64_t>(fabric.flows().size()) * frame);
+  }
+  if (name == "timely_t_low_queue_delay_us" || name == "timely_t_high_queue_delay_us") {
+    // The queueing delay at which flow 0's RTT (a full packet's unloaded round trip plus the
+    // bottleneck's queueing delay) equals T_low or T_high.
+    const CcConfig cc = read_cc_config(scenario);
+    const Time t = name == "timely_t_low_queue_delay_us" ? cc.timely.t_low : cc.timely.t_high;
+    const Time base =
+        unloaded_round_trip(topo, fabric.flows().at(0), static_cast<int>(nic.mtu.count));
+    return static_cast<double>((t - base).ps) / 1e6;
   }
   if (name == "roce_goodput") {
     // Line rate times payload over (payload + RoCEv2 headers + preamble and inter-frame gap).
@@ -305,6 +362,8 @@ double analytic(const std::string& name, const nlohmann::json& metric, const Fab
   throw ScenarioError("reference.analytic",
                       "expected single_packet_round_trip, roce_goodput, "
                       "dynamic_threshold_steady_state, dcqcn_fixed_point_queue, "
+                      "dctcp_queue_bound, timely_t_low_queue_delay_us, "
+                      "timely_t_high_queue_delay_us, "
                       "ring_all_reduce_alpha_beta or nccl_tuning_crossover_log2, found \"" +
                           name + "\"");
 }
