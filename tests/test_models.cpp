@@ -26,7 +26,7 @@ class ScriptedHost final : public NetworkNode {
     Ecn ecn;
   };
   std::vector<Arrival> arrivals;
-  std::vector<Arrival> pause_frames;  // psn = quanta
+  std::vector<Arrival> pause_frames;  // psn = pause quanta
 
   void send(Packet* p) {
     ports_[0].enqueue(p);
@@ -40,8 +40,8 @@ class ScriptedHost final : public NetworkNode {
  protected:
   void on_arrival(uint32_t, Packet* p) override {
     if (p->type == PacketType::Pause) {  // honour it, as a NIC does
-      pause_frames.push_back({now(), p->psn, p->priority, p->ecn});
-      const Time d = pfc::pause_duration(static_cast<int>(p->psn), ports_[0].rate);
+      pause_frames.push_back({now(), p->pause_quanta(), p->priority, p->ecn});
+      const Time d = pfc::pause_duration(p->pause_quanta(), ports_[0].rate);
       ports_[0].pause(p->priority, now(), d);
       schedule_self(d.ps > 0 ? ports_[0].paused_until[p->priority] : now(), kFirstModelHandler, 0);
     } else {

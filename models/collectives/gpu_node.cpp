@@ -6,17 +6,10 @@
 #include "models/nic/host_nic.h"
 
 namespace fabtwin {
-namespace {
 
-// Handlers of a GPU node (the NIC's kNicMessageArrived and kNicMessageAcked come in too).
-enum GpuHandler : uint32_t {
-  kUnitDone = 0x43,  // data = stream << 32 | lane: the slice's GPU work is done
-  kNvArrive = 0x44,  // data = connection << 32 | sequence: an NVLink message is in the buffer
-  kCredit = 0x45,    // data = connection: the receiver freed a buffer slot
-  kGo = 0x46,        // index = stream, data = rank slot: launch latency over, lanes start
-  kOpStart = 0x47,   // data = spec << 32 | position: run that size of the collective
-  kBarrier = 0x48,   // data = spec << 32 | position: a node finished that size (coordinator)
-};
+using namespace gpu_node_handler;
+
+namespace {
 
 Time transfer_time(int64_t bytes, double bytes_per_second) {
   return Time{

@@ -7,22 +7,19 @@
 #include <vector>
 
 #include "models/net/egress_port.h"
+#include "models/net/handlers.h"
 #include "models/net/packet.h"
 #include "models/net/pfc.h"
+#include "models/net/priority_flow_control.h"
 #include "sim/simulator.h"
 
 namespace fabtwin {
 
-// Event handlers every network node understands; models add their own from kFirstModelHandler.
-enum NodeHandler : uint32_t {
-  kPacketArrival = 1,  // index = ingress port, data = Packet*
-  kTransmitDone = 2,   // index = egress port
-  kFirstModelHandler = 8,
-};
-
 class NetworkNode : public Component {
  public:
-  NetworkNode(std::string name, PacketPool& pool) : Component(std::move(name)), pool_(pool) {}
+  // `pause_handlers`: this node's handlers for PFC's timers (see the PFC section below).
+  NetworkNode(std::string name, PacketPool& pool, PauseHandlers pause_handlers = {})
+      : Component(std::move(name)), pool_(pool), pause_handlers_(pause_handlers) {}
 
   std::vector<EgressPort>& ports() { return ports_; }
   // Closes the pause intervals still open on every port at `end` (the end of the run).
@@ -73,19 +70,32 @@ class NetworkNode : public Component {
     Packet* f = pool_.acquire();
     f->type = PacketType::Pause;
     f->priority = priority;
-    f->psn = quanta;
+    f->set_pause_quanta(quanta);
     f->frame = pfc::kFrameBytes;
     transmit_control(port_index, f);
     return true;
   }
 
-  // Applies a PFC frame that arrived on `port` to that port's egress: its priority stops after
-  // the frame on the wire, for the asked time. Returns when the pause ends (now for an XON).
-  Time apply_pause(uint32_t port_index, const Packet& f) {
-    EgressPort& port = ports_[port_index];
-    port.pause(f.priority, now(), pfc::pause_duration(static_cast<int>(f.psn), port.rate));
-    return port.paused_until[f.priority];
+  // Priority flow control (priority_flow_control.h), the same for every node. A node that sends
+  // PFC at `port` keeps a PauseSender for it and calls these as its ingress crosses XOFF and
+  // XON and when the refresh timer (pause_handlers_.refresh) fires; PFC frames received at
+  // `port` go to receive_pause(), the expiry timer (pause_handlers_.expired) to pause_expired().
+  // A port that may send again is handed to on_transmit_done().
+  void pause_upstream(uint32_t port, PauseSender& sender, int priority);
+  void resume_upstream(uint32_t port, PauseSender& sender, int priority);
+  // Re-sends XOFF for every priority still paused, or XON where `should_resume(priority)`.
+  template <class ShouldResume>
+  void refresh_pauses(uint32_t port, PauseSender& sender, ShouldResume should_resume) {
+    sender.refresh_fired();
+    for (int prio = 0; prio < kPriorities; ++prio) {
+      if (!sender.pausing(prio)) continue;
+      const bool resume = should_resume(prio);
+      if (resume) sender.stop(prio);
+      send_pause(port, sender, prio, !resume);
+    }
   }
+  void receive_pause(uint32_t port, const Packet& f);
+  void pause_expired(uint32_t port, int priority);
 
   // Sends the head of queue `priority` of `port`.
   void transmit_queued(uint32_t port_index, int priority) {
@@ -119,6 +129,11 @@ class NetworkNode : public Component {
 
   PacketPool& pool_;
   std::vector<EgressPort> ports_;
+
+ private:
+  void send_pause(uint32_t port, PauseSender& sender, int priority, bool xoff);
+
+  PauseHandlers pause_handlers_;
 };
 
 }  // namespace fabtwin

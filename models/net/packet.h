@@ -38,8 +38,13 @@ struct Packet {
   // that triggered it, echoed for the requester's RTT sample.
   Time timestamp{};
   Packet* next_free = nullptr;
+
+  // A PFC frame (type Pause) carries the pause time it asks for, in quanta (0: XON), where a
+  // RoCE packet carries its PSN.
+  uint16_t pause_quanta() const { return static_cast<uint16_t>(psn); }
+  void set_pause_quanta(uint16_t quanta) { psn = quanta; }
 };
-// Packets are copied between partitions and cycle through the pools: one cache line.
+// A packet is one cache line; a new field must take the place of an old one.
 static_assert(sizeof(Packet) == 64);
 
 // Packets are recycled through a free list; chunks are never returned until the pool dies,

@@ -19,6 +19,13 @@ constexpr Time pause_duration(int quanta, BitsPerSec rate) {
   return serialization_delay(Bytes{static_cast<int64_t>(quanta) * kBitsPerQuantum / 8}, rate);
 }
 
+// Half the time `quanta` last at `rate`, at least 1 ps: an XOFF re-sent this often keeps the
+// upstream paused with time to spare.
+constexpr Time half_pause_duration(int quanta, BitsPerSec rate) {
+  const Time full = pause_duration(quanta, rate);
+  return Time{full.ps / 2 > 1 ? full.ps / 2 : 1};
+}
+
 // Headroom (bytes) a lossless priority needs to absorb what is still in flight after XOFF is
 // decided: the NVIDIA mlx5 driver's calculate_xoff() rule,
 //   (301 + 2.16 x cable_length[m]) x speed[Gb/s] + 2.72 x MTU[B],  speed floored at 40 Gb/s.

@@ -63,14 +63,15 @@ class SharedBuffer {
   int64_t threshold() const;
 
  private:
-  struct Group {
+  // The accounting of one (ingress port, priority group).
+  struct PriorityGroup {
     int64_t bytes = 0;     // reserved + shared bytes held
     int64_t headroom = 0;  // headroom bytes held
   };
-  Group& group(int port, int pg) {
+  PriorityGroup& group(int port, int pg) {
     return groups_[static_cast<size_t>(port) * kPriorityGroups + pg];
   }
-  const Group& group(int port, int pg) const {
+  const PriorityGroup& group(int port, int pg) const {
     return groups_[static_cast<size_t>(port) * kPriorityGroups + pg];
   }
   int64_t shared_part(int64_t bytes) const {
@@ -79,7 +80,7 @@ class SharedBuffer {
 
   MmuConfig config_;
   std::vector<int64_t> headroom_;
-  std::vector<Group> groups_;
+  std::vector<PriorityGroup> groups_;
   std::vector<int64_t> egress_;  // bytes per (egress port, queue)
   // Threshold factors in 16.16 fixed point, so a threshold is an integer multiply and shift.
   int64_t alpha_fixed_ = 0;
@@ -103,7 +104,7 @@ inline int64_t SharedBuffer::group_shared(int port, int pg) const {
 }
 
 inline Admission SharedBuffer::admit(int in_port, int pg, int out_port, int queue, int64_t bytes) {
-  Group& g = group(in_port, pg);
+  PriorityGroup& g = group(in_port, pg);
   int64_t& egress = egress_[static_cast<size_t>(out_port) * kPriorityGroups + queue];
   const int64_t extra_shared = shared_part(g.bytes + bytes) - shared_part(g.bytes);
   const bool fits_pool = shared_used_ + extra_shared <= shared_pool_;
@@ -130,7 +131,7 @@ inline Admission SharedBuffer::admit(int in_port, int pg, int out_port, int queu
 }
 
 inline void SharedBuffer::release(int in_port, int pg, int out_port, int queue, int64_t bytes) {
-  Group& g = group(in_port, pg);
+  PriorityGroup& g = group(in_port, pg);
   const int64_t from_headroom = std::min(g.headroom, bytes);
   g.headroom -= from_headroom;
   const int64_t rest = bytes - from_headroom;
@@ -141,12 +142,12 @@ inline void SharedBuffer::release(int in_port, int pg, int out_port, int queue, 
 }
 
 inline bool SharedBuffer::should_pause(int in_port, int pg) const {
-  const Group& g = group(in_port, pg);
+  const PriorityGroup& g = group(in_port, pg);
   return g.headroom > 0 || shared_part(g.bytes) >= threshold();
 }
 
 inline bool SharedBuffer::should_resume(int in_port, int pg) const {
-  const Group& g = group(in_port, pg);
+  const PriorityGroup& g = group(in_port, pg);
   const int64_t shared = shared_part(g.bytes);
   return g.headroom == 0 && (shared == 0 || shared + config_.xon_offset <= threshold());
 }

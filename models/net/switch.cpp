@@ -4,9 +4,14 @@
 
 namespace fabtwin {
 
+using namespace switch_handler;
+
 Switch::Switch(std::string name, PacketPool& pool, const RoutingTable& routing, int node,
                const SwitchConfig& config)
-    : NetworkNode(std::move(name), pool), routing_(routing), node_(node), config_(config) {
+    : NetworkNode(std::move(name), pool, {kPauseExpired, kPauseRefresh}),
+      routing_(routing),
+      node_(node),
+      config_(config) {
   ecmp_salt_ = static_cast<uint32_t>(mix64(static_cast<uint64_t>(node), 0xEC3B));
 }
 
@@ -30,8 +35,9 @@ void Switch::begin() {
                             " ports, plus headroom per lossless group), found " +
                             format_bytes(Bytes{config_.mmu.buffer}));
   }
-  pausing_.assign(ports_.size(), 0);
-  refresh_scheduled_.assign(ports_.size(), false);
+  for (uint32_t i = 0; i < ports_.size(); ++i) {
+    pause_senders_.emplace_back(config_.pause_quanta, refresh_interval(i));
+  }
   if (config_.queue_sample_interval.ps > 0) {
     schedule_self(now() + config_.queue_sample_interval, kSample, 0);
   }
@@ -47,7 +53,7 @@ int64_t Switch::headroom_overflows() const {
 
 void Switch::on_arrival(uint32_t in_port, Packet* p) {
   if (p->type == PacketType::Pause) {
-    on_pause_frame(in_port, *p);
+    if (config_.pfc) receive_pause(in_port, *p);  // PFC off: pause frames are ignored
     pool_.release(p);
     return;
   }
@@ -68,11 +74,9 @@ void Switch::on_arrival(uint32_t in_port, Packet* p) {
     pool_.release(p);
     return;
   }
-  if (config_.mmu.lossless[prio] && !(pausing_[in_port] >> prio & 1) &&
+  if (config_.mmu.lossless[prio] && !pause_senders_[in_port].pausing(prio) &&
       buffer_->should_pause(static_cast<int>(in_port), prio)) {
-    pausing_[in_port] |= static_cast<uint8_t>(1u << prio);
-    ++ports_[in_port].counters[prio].xoff_transitions;
-    send_pause(in_port, prio, true);
+    pause_upstream(in_port, pause_senders_[in_port], prio);
   }
   if (config_.mark_at_enqueue) maybe_mark(port, prio, p, port.queues[prio].bytes());
   port.enqueue(p, static_cast<uint16_t>(in_port));
@@ -110,9 +114,8 @@ void Switch::start_transmission(uint32_t port_index) {
   port.charge(prio, q.frame);
   if (!config_.mark_at_enqueue) maybe_mark(port, prio, q.packet, port.queues[prio].bytes());
   buffer_->release(q.ingress, prio, static_cast<int>(port_index), prio, q.frame);
-  if ((pausing_[q.ingress] >> prio & 1) && buffer_->should_resume(q.ingress, prio)) {
-    pausing_[q.ingress] &= static_cast<uint8_t>(~(1u << prio));
-    send_pause(q.ingress, prio, false);
+  if (pause_senders_[q.ingress].pausing(prio) && buffer_->should_resume(q.ingress, prio)) {
+    resume_upstream(q.ingress, pause_senders_[q.ingress], prio);
   }
   transmit(port_index, q.packet, q.frame, prio);
   if (port.has_backlog()) request_transmit_done(port_index);
@@ -128,57 +131,20 @@ void Switch::discard_background_after(unsigned __int128 stop) {
 
 Time Switch::refresh_interval(uint32_t port) const {
   if (!config_.auto_refresh) return config_.pause_refresh;
-  const Time half = pfc::pause_duration(config_.pause_quanta, ports_[port].rate);
-  return Time{std::max<int64_t>(1, half.ps / 2)};
-}
-
-void Switch::send_pause(uint32_t port_index, int priority, bool xoff) {
-  EgressPort& port = ports_[port_index];
-  PriorityCounters& c = port.counters[priority];
-  ++(xoff ? c.pause_sent : c.xon_sent);
-  port.pending_pause.emplace_back(static_cast<uint8_t>(priority),
-                                  static_cast<uint16_t>(xoff ? config_.pause_quanta : 0));
-  if (xoff && !refresh_scheduled_[port_index]) {
-    refresh_scheduled_[port_index] = true;
-    schedule_self(now() + refresh_interval(port_index), make_kind(kPauseRefresh, port_index), 0);
-  }
-  if (port_free(port_index)) {
-    start_transmission(port_index);
-  } else {
-    request_transmit_done(port_index);
-  }
-}
-
-void Switch::on_pause_frame(uint32_t port_index, const Packet& f) {
-  if (!config_.pfc) return;  // PFC off: pause frames are ignored
-  if (const Time until = apply_pause(port_index, f); until > now()) {
-    schedule_self(until, make_kind(kPauseExpired, port_index), f.priority);
-  } else {
-    start_transmission(port_index);
-  }
+  return pfc::half_pause_duration(config_.pause_quanta, ports_[port].rate);
 }
 
 void Switch::on_timer(const Event& e) {
   const uint32_t index = kind_index(e.kind);
   switch (kind_handler(e.kind)) {
-    case kPauseExpired: {
-      EgressPort& port = ports_[index];
-      const int prio = static_cast<int>(e.data);
-      if (port.paused_until[prio] > now()) break;  // refreshed since: a later expiry is due
-      port.close_pause(prio, now());
-      start_transmission(index);
+    case kPauseExpired:
+      pause_expired(index, static_cast<int>(e.data));
       break;
-    }
-    case kPauseRefresh: {
-      refresh_scheduled_[index] = false;
-      for (int prio = 0; prio < kPriorities; ++prio) {
-        if (!(pausing_[index] >> prio & 1)) continue;
-        const bool resume = buffer_->should_resume(static_cast<int>(index), prio);
-        if (resume) pausing_[index] &= static_cast<uint8_t>(~(1u << prio));
-        send_pause(index, prio, !resume);
-      }
+    case kPauseRefresh:
+      refresh_pauses(index, pause_senders_[index], [&](int prio) {
+        return buffer_->should_resume(static_cast<int>(index), prio);
+      });
       break;
-    }
     case kSample:
       sample_events_.emplace_back(order_of(e), samples_.size(), buffer_samples_.size());
       for (uint32_t i = 0; i < ports_.size(); ++i) {

@@ -47,15 +47,8 @@ class Switch final : public NetworkNode {
   void on_timer(const Event& e) override;
 
  private:
-  enum Handler : uint32_t {
-    kPauseExpired = kFirstModelHandler,  // index = port, data = priority
-    kPauseRefresh,                       // index = port
-    kSample = kBackgroundHandler | 1,
-  };
   void start_transmission(uint32_t port);
   void maybe_mark(EgressPort& port, int priority, Packet* p, int64_t queue_bytes);
-  void send_pause(uint32_t port, int priority, bool xoff);
-  void on_pause_frame(uint32_t port, const Packet& p);
   Time refresh_interval(uint32_t port) const;
 
   const RoutingTable& routing_;
@@ -63,9 +56,8 @@ class Switch final : public NetworkNode {
   uint32_t ecmp_salt_;
   SwitchConfig config_;
   std::unique_ptr<SharedBuffer> buffer_;
-  // Ingress groups that have XOFF'ed their upstream and not yet XON'ed: bit p of [port].
-  std::vector<uint8_t> pausing_;
-  std::vector<bool> refresh_scheduled_;
+  // PFC each ingress port sends upstream as its priority groups cross XOFF and XON.
+  std::vector<PauseSender> pause_senders_;
   std::vector<QueueSample> samples_;
   std::vector<BufferSample> buffer_samples_;
   // (order of the sampling event, sizes of the two sample lists before it), for undoing.

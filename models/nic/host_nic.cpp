@@ -7,6 +7,8 @@
 
 namespace fabtwin {
 
+using namespace nic_handler;
+
 namespace {
 const ParamGroup kNicParams{
     "nic",
@@ -72,14 +74,12 @@ NicConfig HostNic::read_config(const nlohmann::json& scenario) {
 }
 
 HostNic::HostNic(std::string name, PacketPool& pool, int host, const NicConfig& config)
-    : NetworkNode(std::move(name), pool),
+    : NetworkNode(std::move(name), pool, {kPauseExpired, kRxPauseRefresh}),
       host_(host),
       config_(config),
       notification_point_(
           config.cc.dcqcn.min_time_between_cnps, config.cc.dcqcn.cnp_dscp,
-          config.dscp_to_priority[static_cast<uint8_t>(config.cc.dcqcn.cnp_dscp)]),
-      rx_buffer_(config.rx_drain_rate, config.rx_xoff, config.rx_xon, config.pfc, config.lossless) {
-}
+          config.dscp_to_priority[static_cast<uint8_t>(config.cc.dcqcn.cnp_dscp)]) {}
 
 uint32_t HostNic::add_send_qp(const FlowSpec& flow) {
   RequesterQp qp;
@@ -149,6 +149,10 @@ void HostNic::notify_host(uint32_t kind, uint32_t connection, uint64_t sequence)
 }
 
 void HostNic::begin() {
+  // The receive buffer re-sends its XOFFs every half pause time.
+  const Time refresh = pfc::half_pause_duration(config_.pause_quanta, ports_.at(0).rate);
+  rx_buffer_ = ReceiveBuffer(config_.rx_drain_rate, config_.rx_xoff, config_.rx_xon, config_.pfc,
+                             config_.lossless, PauseSender(config_.pause_quanta, refresh));
   start_order_.resize(send_qps_.size());
   for (uint32_t i = 0; i < send_qps_.size(); ++i) start_order_[i] = i;
   std::erase_if(start_order_, [&](uint32_t qp) { return send_qps_[qp].connection; });
@@ -225,17 +229,11 @@ void HostNic::on_timer(const Event& e) {
       const int prio = p->priority;
       receive_data(p);
       if (!rx_buffer_.empty()) schedule_self(now() + rx_buffer_.head_drain_time(), kRxDrained, 0);
-      if (rx_buffer_.should_resume(prio)) {
-        rx_buffer_.set_pausing(prio, false);
-        send_rx_pause(prio, false);
-      }
+      if (rx_buffer_.should_resume(prio)) resume_upstream(0, rx_buffer_.pause_sender(), prio);
       break;
     }
-    case kRxPauseRefresh:
-      rx_buffer_.refresh_scheduled = false;
-      for (int prio = 0; prio < 8; ++prio) {
-        if (rx_buffer_.pausing(prio)) send_rx_pause(prio, true);
-      }
+    case kRxPauseRefresh:  // XON is sent as the buffer drains, never at a refresh
+      refresh_pauses(0, rx_buffer_.pause_sender(), [](int) { return false; });
       break;
     case kCcTimer: {
       RequesterQp& qp = send_qps_[e.data];
@@ -260,9 +258,7 @@ void HostNic::on_timer(const Event& e) {
       schedule_self(now() + config_.rate_sample_interval, kRateSample, 0);
       break;
     case kPauseExpired:
-      if (ports_[0].paused_until[e.data] > now()) break;  // refreshed: a later expiry is due
-      ports_[0].close_pause(static_cast<int>(e.data), now());
-      pump();
+      pause_expired(0, static_cast<int>(e.data));
       break;
     default:
       break;
@@ -368,11 +364,7 @@ void HostNic::on_arrival(uint32_t, Packet* p) {
     // A slow receiver: the packet waits its turn in the receive buffer (released when drained).
     if (rx_buffer_.push(p)) schedule_self(now() + rx_buffer_.head_drain_time(), kRxDrained, 0);
     const int prio = p->priority;
-    if (rx_buffer_.should_pause(prio)) {
-      rx_buffer_.set_pausing(prio, true);
-      ++ports_[0].counters[prio].xoff_transitions;
-      send_rx_pause(prio, true);
-    }
+    if (rx_buffer_.should_pause(prio)) pause_upstream(0, rx_buffer_.pause_sender(), prio);
     return;
   }
   switch (p->type) {
@@ -389,11 +381,7 @@ void HostNic::on_arrival(uint32_t, Packet* p) {
       on_cnp(*p);
       break;
     case PacketType::Pause:  // the NIC honours PFC
-      if (const Time until = apply_pause(0, *p); until > now()) {
-        schedule_self(until, kPauseExpired, p->priority);
-      } else {
-        pump();
-      }
+      receive_pause(0, *p);
       break;
     default:
       break;
@@ -404,20 +392,6 @@ void HostNic::on_arrival(uint32_t, Packet* p) {
 void HostNic::receive_data(Packet* p) {
   on_data(p);
   pool_.release(p);
-}
-
-void HostNic::send_rx_pause(int priority, bool xoff) {
-  EgressPort& port = ports_[0];
-  PriorityCounters& c = port.counters[priority];
-  ++(xoff ? c.pause_sent : c.xon_sent);
-  port.pending_pause.emplace_back(static_cast<uint8_t>(priority),
-                                  static_cast<uint16_t>(xoff ? config_.pause_quanta : 0));
-  if (xoff && !rx_buffer_.refresh_scheduled) {
-    rx_buffer_.refresh_scheduled = true;
-    const Time half = pfc::pause_duration(config_.pause_quanta, port.rate);
-    schedule_self(now() + Time{std::max<int64_t>(1, half.ps / 2)}, kRxPauseRefresh, 0);
-  }
-  pump();
 }
 
 void HostNic::on_data(Packet* p) {

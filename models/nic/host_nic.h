@@ -38,12 +38,7 @@ struct NicConfig {
   Time host_latency{};
 };
 
-// Events a NIC sends to its host (the GPU node component) about connection QPs; data =
-// connection << 32 | the message's sequence number on the connection.
-inline constexpr uint32_t kNicMessageArrived = 0x40;  // in order, all of it, at the responder
-inline constexpr uint32_t kNicMessageAcked = 0x41;    // acknowledged, at the requester
-// The event a host sends to its NIC to post a message on a connection QP (see post_data()).
-inline constexpr uint32_t kNicPostMessage = 0x42;
+// The data of a kNicPostMessage event (handlers.h): post `bytes` on connection QP `qp`.
 inline uint64_t post_data(uint32_t qp, int64_t bytes) {
   return static_cast<uint64_t>(qp) << 40 | static_cast<uint64_t>(bytes);
 }
@@ -92,25 +87,11 @@ class HostNic final : public NetworkNode {
   void on_timer(const Event& e) override;
 
  private:
-  // The ACK timer is background: it is usually cancelled by progress, so an incomplete flow
-  // holds the run open instead (hold_work) until it completes.
-  enum Handler : uint32_t {
-    kFlowStart = kFirstModelHandler,
-    kPacingWake,
-    kPauseExpired,
-    kRxDrained,       // the head of the receive buffer has been processed
-    kRxPauseRefresh,  // re-send XOFF while the receive buffer stays full
-    kCcTimer,         // data = send QP whose congestion control asked for a callback
-    kAckTimeout = kBackgroundHandler | kFirstModelHandler,
-    kRateSample,
-  };
-
   void complete(RequesterQp& qp);
   void receive_data(Packet* p);
   void on_cnp(const Packet& p);
   void send_cnp(const ResponderQp& rq);
   void arm_cc_timer(RequesterQp& qp);
-  void send_rx_pause(int priority, bool xoff);
   void pump();
   bool send_next_data_packet();
   void activate(uint32_t qp);

@@ -5,8 +5,13 @@
 namespace fabtwin {
 
 ReceiveBuffer::ReceiveBuffer(BitsPerSec drain_rate, int64_t xoff, int64_t xon, bool pfc,
-                             const std::array<bool, 8>& lossless)
-    : drain_rate_(drain_rate), xoff_(xoff), xon_(xon), pfc_(pfc), lossless_(lossless) {}
+                             const std::array<bool, 8>& lossless, PauseSender pause_sender)
+    : drain_rate_(drain_rate),
+      xoff_(xoff),
+      xon_(xon),
+      pfc_(pfc),
+      lossless_(lossless),
+      pause_sender_(pause_sender) {}
 
 bool ReceiveBuffer::push(Packet* p) {
   const bool first = fifo_.empty();
@@ -16,14 +21,6 @@ bool ReceiveBuffer::push(Packet* p) {
 
 Time ReceiveBuffer::head_drain_time() const {
   return roce::wire_time(fifo_.front().frame, drain_rate_);
-}
-
-void ReceiveBuffer::set_pausing(int priority, bool on) {
-  if (on) {
-    pausing_ |= static_cast<uint8_t>(1u << priority);
-  } else {
-    pausing_ &= static_cast<uint8_t>(~(1u << priority));
-  }
 }
 
 }  // namespace fabtwin

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "models/net/packet_fifo.h"
+#include "models/net/priority_flow_control.h"
 
 namespace fabtwin {
 
@@ -15,9 +16,9 @@ class ReceiveBuffer {
  public:
   ReceiveBuffer() = default;
   // `drain_rate` 0: drains at line rate, never buffers. `pfc`: PFC on for the `lossless`
-  // priorities.
+  // priorities, sent by `pause_sender`.
   ReceiveBuffer(BitsPerSec drain_rate, int64_t xoff, int64_t xon, bool pfc,
-                const std::array<bool, 8>& lossless);
+                const std::array<bool, 8>& lossless, PauseSender pause_sender);
 
   bool enabled() const { return drain_rate_.bps > 0; }
   bool empty() const { return fifo_.empty(); }
@@ -29,15 +30,15 @@ class ReceiveBuffer {
   Time head_drain_time() const;
 
   // PFC: whether `priority` is to be paused upstream now (the buffer reached rx_xoff) or
-  // resumed (it is down to rx_xon), and the pause state those decisions change.
+  // resumed (it is down to rx_xon), and the sender of the pause frames.
   bool should_pause(int priority) const {
-    return pfc_ && lossless_[priority] && !pausing(priority) && fifo_.bytes() >= xoff_;
+    return pfc_ && lossless_[priority] && !pause_sender_.pausing(priority) &&
+           fifo_.bytes() >= xoff_;
   }
-  bool should_resume(int priority) const { return pausing(priority) && fifo_.bytes() <= xon_; }
-  bool pausing(int priority) const { return pausing_ >> priority & 1; }
-  void set_pausing(int priority, bool on);
-  uint8_t pausing_mask() const { return pausing_; }
-  bool refresh_scheduled = false;  // a refresh of the XOFFs is pending
+  bool should_resume(int priority) const {
+    return pause_sender_.pausing(priority) && fifo_.bytes() <= xon_;
+  }
+  PauseSender& pause_sender() { return pause_sender_; }
 
  private:
   BitsPerSec drain_rate_{};
@@ -46,7 +47,7 @@ class ReceiveBuffer {
   bool pfc_ = false;
   std::array<bool, 8> lossless_{};
   PacketFifo fifo_;
-  uint8_t pausing_ = 0;  // bit p: priority p is XOFF'ed upstream
+  PauseSender pause_sender_;
 };
 
 }  // namespace fabtwin
