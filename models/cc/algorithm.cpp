@@ -5,6 +5,18 @@
 namespace fabtwin {
 namespace {
 
+struct Knobs {
+  CcAlgorithm algorithm;
+  const char* name;
+  const ParamGroup& group;
+};
+
+std::array<Knobs, 3> knobs() {
+  return {{{CcAlgorithm::Dcqcn, "dcqcn", dcqcn_params().group()},
+           {CcAlgorithm::Dctcp, "dctcp", dctcp_params().group()},
+           {CcAlgorithm::Timely, "timely", timely_params().group()}}};
+}
+
 const BoundParams<CcConfig> kCcParams{
     "nic.cc",
     "cc",
@@ -18,24 +30,11 @@ const BoundParams<CcConfig> kCcParams{
              "fabtwin", "none|dcqcn|dctcp|timely"},
             [](ParamReader& r, CcConfig& c) {
               const std::string name = r.choice("algorithm");
-              c.algorithm = name == "dcqcn"    ? CcAlgorithm::Dcqcn
-                            : name == "dctcp"  ? CcAlgorithm::Dctcp
-                            : name == "timely" ? CcAlgorithm::Timely
-                                               : CcAlgorithm::None;
+              for (const Knobs& k : knobs()) {
+                if (name == k.name) c.algorithm = k.algorithm;
+              }
             }),
     }};
-
-struct Knobs {
-  CcAlgorithm algorithm;
-  const char* name;
-  const ParamGroup& group;
-};
-
-std::array<Knobs, 3> knobs() {
-  return {{{CcAlgorithm::Dcqcn, "dcqcn", dcqcn_params().group()},
-           {CcAlgorithm::Dctcp, "dctcp", dctcp_params().group()},
-           {CcAlgorithm::Timely, "timely", timely_params().group()}}};
-}
 
 const char* name_of(CcAlgorithm a) {
   for (const Knobs& k : knobs()) {
