@@ -27,9 +27,9 @@ struct Packet {
   int32_t payload = 0;       // payload bytes
   int32_t frame = 0;         // Ethernet frame bytes: headers + payload + FCS
   PacketType type = PacketType::Data;
-  uint8_t priority : 7 = 0;  // 802.1p priority / traffic class 0..7
-  bool ece : 1 = false;      // ACK/NAK: data it answers arrived CE-marked (ECN echo)
-  uint8_t dscp = 0;
+  uint8_t priority = 0;  // 802.1p priority / traffic class 0..7
+  uint8_t dscp : 6 = 0;
+  bool ece : 1 = false;  // ACK/NAK: data it answers arrived CE-marked (ECN echo)
   Ecn ecn = Ecn::NotEct;
   uint16_t ingress_port = 0;  // set by a switch on arrival
   uint16_t home = 0;          // the pool (partition) it belongs to
