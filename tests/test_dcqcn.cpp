@@ -2,7 +2,7 @@
 // notification point's CNP spacing in a run.
 #include <cmath>
 
-#include "models/cc/dcqcn.h"
+#include "models/cc/algorithm.h"
 #include "models/fabric/fabric.h"
 #include "test_support.h"
 
@@ -10,16 +10,16 @@ using namespace fabtwin;
 
 namespace {
 DcqcnConfig paper() {
-  DcqcnConfig c;
   const nlohmann::json s = {{"nic", {{"cc", {{"algorithm", "dcqcn"}, {"profile", "paper"}}}}}};
-  REQUIRE(read_dcqcn_config(s, c));
-  return c;
+  const CcConfig c = read_cc_config(s);
+  REQUIRE(c.algorithm == CcAlgorithm::Dcqcn);
+  return c.dcqcn;
 }
 DcqcnConfig connectx() {
-  DcqcnConfig c;
   const nlohmann::json s = {{"nic", {{"cc", {{"algorithm", "dcqcn"}, {"profile", "connectx"}}}}}};
-  REQUIRE(read_dcqcn_config(s, c));
-  return c;
+  const CcConfig c = read_cc_config(s);
+  REQUIRE(c.algorithm == CcAlgorithm::Dcqcn);
+  return c.dcqcn;
 }
 constexpr double kLine = 100e9;
 double rate_of(const DcqcnReactionPoint& rp) {
@@ -154,24 +154,26 @@ TEST_CASE("ConnectX alpha is updated every period, rising in periods with a CNP"
 }
 
 TEST_CASE("profiles and overrides are read with their knob names", "[dcqcn][scenario]") {
-  DcqcnConfig c;
   const nlohmann::json s = {{"nic",
                              {{"cc",
                                {{"algorithm", "dcqcn"},
                                 {"profile", "connectx"},
                                 {"rpg_ai_rate", "20Mbps"},
                                 {"dce_tcp_g", 1000}}}}}};
-  REQUIRE(read_dcqcn_config(s, c));
+  const CcConfig read = read_cc_config(s);
+  REQUIRE(read.algorithm == CcAlgorithm::Dcqcn);
+  const DcqcnConfig& c = read.dcqcn;
   CHECK(c.rpg_ai_rate.bps == 20'000'000);
   CHECK(c.dce_tcp_g == 1000);
   CHECK(c.rpg_time_reset == microseconds(300));
-  CHECK_FALSE(read_dcqcn_config({{"nic", {{"cc", {{"algorithm", "none"}}}}}}, c));
+  CHECK(read_cc_config({{"nic", {{"cc", {{"algorithm", "none"}}}}}}).algorithm ==
+        CcAlgorithm::None);
+  CHECK(read_cc_config(nlohmann::json::object()).algorithm == CcAlgorithm::None);
   CHECK_THROWS_WITH(
-      read_dcqcn_config({{"nic", {{"cc", {{"algorithm", "dcqcn"}, {"rpg_ai_rat", "1Mbps"}}}}}}, c),
+      read_cc_config({{"nic", {{"cc", {{"algorithm", "dcqcn"}, {"rpg_ai_rat", "1Mbps"}}}}}}),
       Catch::Contains("at nic.cc.rpg_ai_rat") && Catch::Contains("unknown key"));
   CHECK_THROWS_WITH(
-      read_dcqcn_config({{"nic", {{"cc", {{"algorithm", "dcqcn"}, {"rpg_time_reset", "0us"}}}}}},
-                        c),
+      read_cc_config({{"nic", {{"cc", {{"algorithm", "dcqcn"}, {"rpg_time_reset", "0us"}}}}}}),
       Catch::Contains("at nic.cc.rpg_time_reset") && Catch::Contains("positive"));
 }
 

@@ -36,6 +36,8 @@ struct Seen {
   int dscp;
   uint32_t sender_qp;
   uint32_t receiver_qp;
+  Time timestamp;
+  bool ece;
 };
 
 // The far end of the NIC's link. It never transmits on the link itself: inject() makes a frame
@@ -63,8 +65,10 @@ class ScriptedPeer final : public NetworkNode {
     p->frame = kAckFrame;
     inject(at, p);
   }
-  void data(Time at, uint32_t psn, int payload, Ecn ecn = Ecn::Ect0, uint32_t message = 0) {
+  void data(Time at, uint32_t psn, int payload, Ecn ecn = Ecn::Ect0, uint32_t message = 0,
+            Time timestamp = Time{}) {
     Packet* p = make(PacketType::Data);
+    p->timestamp = timestamp;
     p->psn = psn;
     p->payload = payload;
     p->frame = 62 + payload;
@@ -93,7 +97,7 @@ class ScriptedPeer final : public NetworkNode {
  protected:
   void on_arrival(uint32_t, Packet* p) override {
     seen.push_back({now(), p->type, p->psn, p->payload, p->frame, p->priority, p->dscp,
-                    p->sender_qp, p->receiver_qp});
+                    p->sender_qp, p->receiver_qp, p->timestamp, p->ece});
     pool_.release(p);
   }
   void on_transmit_done(uint32_t) override {}
@@ -285,9 +289,9 @@ TEST_CASE("nic: the responder ACKs in order, NAKs a gap once and re-ACKs duplica
 
 TEST_CASE("nic: the notification point sends one CNP per min_time_between_cnps", "[nic][dcqcn]") {
   NicConfig c = base_config();
-  c.dcqcn = true;
-  c.dcqcn_config.min_time_between_cnps = microseconds(50);
-  c.dcqcn_config.cnp_dscp = 48;
+  c.cc.algorithm = CcAlgorithm::Dcqcn;
+  c.cc.dcqcn.min_time_between_cnps = microseconds(50);
+  c.cc.dcqcn.cnp_dscp = 48;
   c.dscp_to_priority[48] = 6;
   NicBench b(c);
   b.nic->add_receive_qp({0, 1, 0, Bytes{100 * 4096}, Time{}, 0}, 7);
@@ -387,4 +391,84 @@ TEST_CASE("nic: a received pause holds its priority's data until it expires or a
     CHECK(port.counters[0].paused_time == resume - microseconds(1) - nanoseconds(100));
     CHECK(b.record().finish == microseconds(20));
   }
+}
+
+TEST_CASE("nic: an ACK echoes the timestamp of the data that triggered it and its CE mark",
+          "[nic][cc]") {
+  NicBench b(base_config());
+  b.nic->add_receive_qp({0, 1, 0, Bytes{3 * 4096}, Time{}, 0}, 7);
+  b.nic->begin();
+  b.peer->data(microseconds(1), 0, 4096, Ecn::Ce, 0, Time{123});
+  b.peer->data(microseconds(2), 1, 4096, Ecn::Ect0, 0, Time{456});
+  b.sim.run(microseconds(10));
+  const std::vector<Seen> acks = b.peer->of(PacketType::Ack);
+  REQUIRE(acks.size() == 2);
+  CHECK(acks[0].timestamp == Time{123});
+  CHECK(acks[0].ece);
+  CHECK(acks[1].timestamp == Time{456});
+  CHECK_FALSE(acks[1].ece);
+  CHECK(b.peer->of(PacketType::Cnp).empty());  // no notification point without DCQCN
+}
+
+namespace {
+// A congestion control that records the ACKs it hears.
+class AckRecorder final : public CongestionControl {
+ public:
+  BitsPerSec rate() const override { return {100'000'000'000}; }
+  void on_ack(const AckRecord& a) override {
+    last = a;
+    ++acks;
+  }
+  CcState state(Time) const override { return {}; }
+  AckRecord last;
+  int acks = 0;
+};
+}  // namespace
+
+TEST_CASE("queue pair: an ACK of new data reaches the congestion control as a record",
+          "[nic][cc]") {
+  RequesterQp qp;
+  qp.packets = 10;
+  qp.unacked_psn = 2;
+  qp.next_psn = 6;
+  qp.rate = {100'000'000'000};
+  auto recorder = std::make_unique<AckRecorder>();
+  const AckRecorder& r = *recorder;
+  qp.cc = std::move(recorder);
+  Packet ack;
+  ack.type = PacketType::Ack;
+  ack.psn = 5;
+  ack.timestamp = microseconds(3);
+  ack.ece = true;
+  REQUIRE(qp.on_ack(ack, microseconds(10), microseconds(100), 4096));
+  REQUIRE(r.acks == 1);
+  CHECK(r.last.now == microseconds(10));
+  CHECK(r.last.rtt == microseconds(7));
+  CHECK(r.last.ece);
+  CHECK(r.last.psn == 5);
+  CHECK(r.last.next_psn == 6);
+  CHECK(r.last.acked_bytes == 3 * 4096);
+  CHECK(r.last.in_flight == 4096);
+  CHECK(r.last.hops.empty());
+  CHECK_FALSE(qp.on_ack(ack, microseconds(11), microseconds(100), 4096));  // nothing new
+  CHECK(r.acks == 1);
+}
+
+TEST_CASE("nic: a queue pair keeps its bytes in flight within the congestion window", "[nic][cc]") {
+  NicConfig c = base_config();
+  c.cc.algorithm = CcAlgorithm::Dctcp;
+  c.cc.dctcp = {3 * 4096, 0, 1.0 / 16, 1.0};
+  NicBench b(c);
+  b.send_flow(10 * 4096, microseconds(1));
+  b.nic->begin();
+  b.peer->ack(microseconds(20), PacketType::Ack, 1);
+  b.sim.run(microseconds(40));
+  // Three packets fill the 12 KB window. The ACK of the first ends DCTCP's first window, which
+  // the window limited and nothing marked: 16 KB, and two packets follow at once.
+  const std::vector<Seen> data = b.peer->of(PacketType::Data);
+  REQUIRE(data.size() == 5);
+  CHECK(data[2].time < microseconds(20));
+  CHECK(data[3].psn == 3);
+  CHECK(data[3].time == microseconds(20) + wire(kFullFrame) + kDelay);
+  CHECK(data[4].psn == 4);
 }

@@ -6,71 +6,6 @@
 namespace fabtwin {
 namespace {
 
-const ParamGroup kCcParams{
-    "nic.cc",
-    "dcqcn",
-    "Congestion control (DCQCN)",
-    {
-        {"algorithm", ParamType::Choice, "\"none\"",
-         "per-QP congestion control on the sender NIC; none = line rate always", "fabtwin",
-         "none|dcqcn"},
-        {"profile", ParamType::Choice, "\"paper\"",
-         "starting values of every knob below: paper (SIGCOMM 2015 / the authors' code) or "
-         "connectx (ConnectX firmware defaults); any knob can still be set",
-         "REFERENCES.md 1.2, 1.3 (paper), 1.6 (ConnectX)", "paper|connectx"},
-        {"rpg_time_reset", ParamType::Time, "paper 55us, connectx 300us",
-         "T: period of the rate-increase timer", "DCQCN paper T = 55 us; NVIDIA rpg_time_reset"},
-        {"rpg_byte_reset", ParamType::Bytes, "paper 10MB, connectx 32767B",
-         "B: bytes sent between byte-counter rate increases",
-         "CoNEXT 2016 model B = 10 MB; NVIDIA rpg_byte_reset"},
-        {"rpg_threshold", ParamType::Integer, "paper 5, connectx 1",
-         "F: the increase event (timer or byte counter) from which additive increase replaces "
-         "fast recovery; events 1 .. F-1 after a cut are fast recovery, as in the DCQCN "
-         "authors' ns-3",
-         "DCQCN F = 5; NVIDIA rpg_threshold", "1..1000"},
-        {"rpg_ai_rate", ParamType::Rate, "paper 40Mbps, connectx 5Mbps",
-         "R_AI: additive-increase step of the target rate", "DCQCN R_AI; NVIDIA rpg_ai_rate"},
-        {"rpg_hai_rate", ParamType::Rate, "paper 200Mbps, connectx 50Mbps",
-         "R_HAI: hyper-increase step (when both counters passed F)",
-         "authors' ns-3 sample config (paper value unverified); NVIDIA rpg_hai_rate"},
-        {"rpg_gd", ParamType::Integer, "11",
-         "cut coefficient: R_C = R_C (1 - alpha / 2^(rpg_gd - 10)); 11 gives the paper's alpha/2",
-         "NVIDIA rpg_gd (2.0 stored as 2^11)", "10..20"},
-        {"rpg_min_dec_fac", ParamType::Integer, "paper 0, connectx 50",
-         "percent of the rate one cut must keep (0: no limit)", "NVIDIA rpg_min_dec_fac", "0..100"},
-        {"rpg_min_rate", ParamType::Rate, "paper 100Mbps, connectx 1Mbps", "floor of the rate",
-         "authors' ns-3 MinRate; NVIDIA rpg_min_rate"},
-        {"rate_reduce_monitor_period", ParamType::Time, "paper 0us, connectx 4us",
-         "at most one rate cut per period; CNPs in between are applied at its end (0: every CNP "
-         "cuts)",
-         "NVIDIA rate_reduce_monitor_period"},
-        {"dce_tcp_g", ParamType::Integer, "paper 1020, connectx 1019",
-         "alpha gain in 1/1024: g = 1 - dce_tcp_g/1024 (1020 is the paper's g = 1/256)",
-         "DCQCN g = 1/256; NVIDIA dce_tcp_g", "0..1024"},
-        {"dce_tcp_rtt", ParamType::Time, "paper 55us, connectx 1us",
-         "alpha update period (the paper's K)", "DCQCN K = 55 us; NVIDIA dce_tcp_rtt"},
-        {"alpha_update", ParamType::Choice, "paper on_cnp, connectx periodic",
-         "on_cnp: alpha rises at each CNP and decays after each period without one (paper); "
-         "periodic: every period alpha rises if a CNP came in it, else decays (firmware)",
-         "REFERENCES.md 1.1 and 1.6", "on_cnp|periodic"},
-        {"initial_alpha_value", ParamType::Integer, "paper 1024, connectx 1023",
-         "alpha before the first CNP, in 1/1024", "NVIDIA initial_alpha_value", "0..1024"},
-        {"clamp_tgt_rate", ParamType::Boolean, "paper true, connectx false",
-         "every cut sets the target rate to the current rate (R_T = R_C)",
-         "DCQCN paper; NVIDIA clamp_tgt_rate"},
-        {"clamp_tgt_rate_after_time_inc", ParamType::Boolean, "paper false, connectx true",
-         "a cut sets R_T = R_C if any increase event happened since the last cut",
-         "NVIDIA clamp_tgt_rate_after_time_inc"},
-        {"rate_to_set_on_first_cnp", ParamType::Rate, "0 (off)",
-         "the first CNP sets the rate (and target) to this instead of cutting",
-         "NVIDIA rate_to_set_on_first_cnp (sources disagree on its default)"},
-        {"min_time_between_cnps", ParamType::Time, "paper 50us, connectx 4us",
-         "notification point: at most one CNP per queue pair per interval",
-         "DCQCN N = 50 us; NVIDIA min_time_between_cnps (firmware default unverified)"},
-        {"cnp_dscp", ParamType::Integer, "48", "DSCP of CNPs (48 maps to priority 6, strict)",
-         "NVIDIA cnp_dscp / cnp_802p_prio 6 as commonly configured", "0..63"},
-    }};
-
 DcqcnConfig profile(const std::string& name) {
   DcqcnConfig c;
   c.profile = name;
@@ -110,54 +45,21 @@ DcqcnConfig profile(const std::string& name) {
   return c;
 }
 
-}  // namespace
+using Bound = BoundParams<DcqcnConfig>;
 
-const std::vector<const ParamGroup*>& dcqcn_param_groups() {
-  static const std::vector<const ParamGroup*> groups{&kCcParams};
-  return groups;
+// A knob whose default comes from the profile: read only when the scenario writes it.
+template <typename T>
+Bound::Entry knob(T DcqcnConfig::*member, Param param) {
+  const std::string key = param.key;
+  Bound::Read read = Bound::field(member, param).read;
+  return Bound::custom(std::move(param), [key, read](ParamReader& r, DcqcnConfig& c) {
+    if (r.has(key)) read(r, c);
+  });
 }
 
-bool read_dcqcn_config(const nlohmann::json& scenario, DcqcnConfig& c) {
-  static const nlohmann::json none;
-  const nlohmann::json& nic = scenario.contains("nic") ? scenario["nic"] : none;
-  const nlohmann::json& cc = nic.is_object() && nic.contains("cc") ? nic["cc"] : none;
-  ParamReader r(cc, "nic.cc", kCcParams);
-  const bool on = r.choice("algorithm") == "dcqcn";
-  if (!on) {
-    // Knobs stay valid but unused, so that a what-if can switch DCQCN off with one --set.
-    for (const Param& p : kCcParams.params) r.raw(p.key);
-    r.finish();
-    return false;
-  }
-  c = profile(r.choice("profile"));
-  if (r.has("rpg_time_reset")) c.rpg_time_reset = r.time("rpg_time_reset");
-  if (r.has("rpg_byte_reset")) c.rpg_byte_reset = r.bytes("rpg_byte_reset").count;
-  if (r.has("rpg_threshold")) c.rpg_threshold = static_cast<int>(r.integer("rpg_threshold"));
-  if (r.has("rpg_ai_rate")) c.rpg_ai_rate = r.rate("rpg_ai_rate");
-  if (r.has("rpg_hai_rate")) c.rpg_hai_rate = r.rate("rpg_hai_rate");
-  if (r.has("rpg_gd")) c.rpg_gd = static_cast<int>(r.integer("rpg_gd"));
-  if (r.has("rpg_min_dec_fac")) c.rpg_min_dec_fac = static_cast<int>(r.integer("rpg_min_dec_fac"));
-  if (r.has("rpg_min_rate")) c.rpg_min_rate = r.rate("rpg_min_rate");
-  if (r.has("rate_reduce_monitor_period")) {
-    c.rate_reduce_monitor_period = r.time("rate_reduce_monitor_period");
-  }
-  if (r.has("dce_tcp_g")) c.dce_tcp_g = static_cast<int>(r.integer("dce_tcp_g"));
-  if (r.has("dce_tcp_rtt")) c.dce_tcp_rtt = r.time("dce_tcp_rtt");
-  if (r.has("alpha_update")) c.alpha_periodic = r.choice("alpha_update") == "periodic";
-  if (r.has("initial_alpha_value")) {
-    c.initial_alpha_value = static_cast<int>(r.integer("initial_alpha_value"));
-  }
-  if (r.has("clamp_tgt_rate")) c.clamp_tgt_rate = r.boolean("clamp_tgt_rate");
-  if (r.has("clamp_tgt_rate_after_time_inc")) {
-    c.clamp_tgt_rate_after_time_inc = r.boolean("clamp_tgt_rate_after_time_inc");
-  }
-  if (r.has("rate_to_set_on_first_cnp")) {
-    c.rate_to_set_on_first_cnp = r.rate("rate_to_set_on_first_cnp");
-  }
-  if (r.has("min_time_between_cnps")) c.min_time_between_cnps = r.time("min_time_between_cnps");
-  if (r.has("cnp_dscp")) c.cnp_dscp = static_cast<int>(r.integer("cnp_dscp"));
-  for (const char* key : {"rpg_time_reset", "dce_tcp_rtt"}) {
-    const Time t = std::string(key) == "rpg_time_reset" ? c.rpg_time_reset : c.dce_tcp_rtt;
+void check(ParamReader& r, const DcqcnConfig& c) {
+  for (const auto& [key, t] :
+       {std::pair{"rpg_time_reset", c.rpg_time_reset}, std::pair{"dce_tcp_rtt", c.dce_tcp_rtt}}) {
     if (t.ps <= 0)
       throw ScenarioError(r.path_of(key), "expected a positive time, found " + format_time(t));
   }
@@ -165,8 +67,101 @@ bool read_dcqcn_config(const nlohmann::json& scenario, DcqcnConfig& c) {
     throw ScenarioError(r.path_of("rpg_byte_reset"),
                         "expected a positive size, found " + format_bytes(Bytes{c.rpg_byte_reset}));
   }
-  r.finish();
-  return true;
+}
+
+const Bound kDcqcnParams{
+    "nic.cc[algorithm=dcqcn]",
+    "dcqcn",
+    "Congestion control: DCQCN",
+    {
+        Bound::custom(
+            {"profile", ParamType::Choice, "\"paper\"",
+             "starting values of every knob below: paper (SIGCOMM 2015 / the authors' code) or "
+             "connectx (ConnectX firmware defaults); any knob can still be set",
+             "REFERENCES.md 1.2, 1.3 (paper), 1.6 (ConnectX)", "paper|connectx"},
+            [](ParamReader& r, DcqcnConfig& c) { c = profile(r.choice("profile")); }),
+        knob(&DcqcnConfig::rpg_time_reset,
+             {"rpg_time_reset", ParamType::Time, "paper 55us, connectx 300us",
+              "T: period of the rate-increase timer",
+              "DCQCN paper T = 55 us; NVIDIA rpg_time_reset"}),
+        knob(&DcqcnConfig::rpg_byte_reset,
+             {"rpg_byte_reset", ParamType::Bytes, "paper 10MB, connectx 32767B",
+              "B: bytes sent between byte-counter rate increases",
+              "CoNEXT 2016 model B = 10 MB; NVIDIA rpg_byte_reset"}),
+        knob(&DcqcnConfig::rpg_threshold,
+             {"rpg_threshold", ParamType::Integer, "paper 5, connectx 1",
+              "F: the increase event (timer or byte counter) from which additive increase "
+              "replaces fast recovery; events 1 .. F-1 after a cut are fast recovery, as in the "
+              "DCQCN authors' ns-3",
+              "DCQCN F = 5; NVIDIA rpg_threshold", "1..1000"}),
+        knob(&DcqcnConfig::rpg_ai_rate,
+             {"rpg_ai_rate", ParamType::Rate, "paper 40Mbps, connectx 5Mbps",
+              "R_AI: additive-increase step of the target rate", "DCQCN R_AI; NVIDIA rpg_ai_rate"}),
+        knob(&DcqcnConfig::rpg_hai_rate,
+             {"rpg_hai_rate", ParamType::Rate, "paper 200Mbps, connectx 50Mbps",
+              "R_HAI: hyper-increase step (when both counters passed F)",
+              "authors' ns-3 sample config (paper value unverified); NVIDIA rpg_hai_rate"}),
+        knob(&DcqcnConfig::rpg_gd,
+             {"rpg_gd", ParamType::Integer, "11",
+              "cut coefficient: R_C = R_C (1 - alpha / 2^(rpg_gd - 10)); 11 gives the paper's "
+              "alpha/2",
+              "NVIDIA rpg_gd (2.0 stored as 2^11)", "10..20"}),
+        knob(&DcqcnConfig::rpg_min_dec_fac,
+             {"rpg_min_dec_fac", ParamType::Integer, "paper 0, connectx 50",
+              "percent of the rate one cut must keep (0: no limit)", "NVIDIA rpg_min_dec_fac",
+              "0..100"}),
+        knob(&DcqcnConfig::rpg_min_rate,
+             {"rpg_min_rate", ParamType::Rate, "paper 100Mbps, connectx 1Mbps", "floor of the rate",
+              "authors' ns-3 MinRate; NVIDIA rpg_min_rate"}),
+        knob(&DcqcnConfig::rate_reduce_monitor_period,
+             {"rate_reduce_monitor_period", ParamType::Time, "paper 0us, connectx 4us",
+              "at most one rate cut per period; CNPs in between are applied at its end (0: every "
+              "CNP cuts)",
+              "NVIDIA rate_reduce_monitor_period"}),
+        knob(&DcqcnConfig::dce_tcp_g,
+             {"dce_tcp_g", ParamType::Integer, "paper 1020, connectx 1019",
+              "alpha gain in 1/1024: g = 1 - dce_tcp_g/1024 (1020 is the paper's g = 1/256)",
+              "DCQCN g = 1/256; NVIDIA dce_tcp_g", "0..1024"}),
+        knob(&DcqcnConfig::dce_tcp_rtt,
+             {"dce_tcp_rtt", ParamType::Time, "paper 55us, connectx 1us",
+              "alpha update period (the paper's K)", "DCQCN K = 55 us; NVIDIA dce_tcp_rtt"}),
+        Bound::custom(
+            {"alpha_update", ParamType::Choice, "paper on_cnp, connectx periodic",
+             "on_cnp: alpha rises at each CNP and decays after each period without one (paper); "
+             "periodic: every period alpha rises if a CNP came in it, else decays (firmware)",
+             "REFERENCES.md 1.1 and 1.6", "on_cnp|periodic"},
+            [](ParamReader& r, DcqcnConfig& c) {
+              if (r.has("alpha_update")) c.alpha_periodic = r.choice("alpha_update") == "periodic";
+            }),
+        knob(&DcqcnConfig::initial_alpha_value,
+             {"initial_alpha_value", ParamType::Integer, "paper 1024, connectx 1023",
+              "alpha before the first CNP, in 1/1024", "NVIDIA initial_alpha_value", "0..1024"}),
+        knob(&DcqcnConfig::clamp_tgt_rate,
+             {"clamp_tgt_rate", ParamType::Boolean, "paper true, connectx false",
+              "every cut sets the target rate to the current rate (R_T = R_C)",
+              "DCQCN paper; NVIDIA clamp_tgt_rate"}),
+        knob(&DcqcnConfig::clamp_tgt_rate_after_time_inc,
+             {"clamp_tgt_rate_after_time_inc", ParamType::Boolean, "paper false, connectx true",
+              "a cut sets R_T = R_C if any increase event happened since the last cut",
+              "NVIDIA clamp_tgt_rate_after_time_inc"}),
+        knob(&DcqcnConfig::rate_to_set_on_first_cnp,
+             {"rate_to_set_on_first_cnp", ParamType::Rate, "0 (off)",
+              "the first CNP sets the rate (and target) to this instead of cutting",
+              "NVIDIA rate_to_set_on_first_cnp (sources disagree on its default)"}),
+        knob(&DcqcnConfig::min_time_between_cnps,
+             {"min_time_between_cnps", ParamType::Time, "paper 50us, connectx 4us",
+              "notification point: at most one CNP per queue pair per interval",
+              "DCQCN N = 50 us; NVIDIA min_time_between_cnps (firmware default unverified)"}),
+        knob(&DcqcnConfig::cnp_dscp,
+             {"cnp_dscp", ParamType::Integer, "48", "DSCP of CNPs (48 maps to priority 6, strict)",
+              "NVIDIA cnp_dscp / cnp_802p_prio 6 as commonly configured", "0..63"}),
+    },
+    check};
+
+}  // namespace
+
+const BoundParams<DcqcnConfig>& dcqcn_params() {
+  return kDcqcnParams;
 }
 
 DcqcnReactionPoint::DcqcnReactionPoint(const DcqcnConfig& config, BitsPerSec line_rate)

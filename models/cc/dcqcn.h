@@ -6,7 +6,6 @@
 #pragma once
 
 #include <string>
-#include <vector>
 
 #include "models/cc/congestion_control.h"
 #include "sim/params.h"
@@ -39,10 +38,9 @@ struct DcqcnConfig {
   double g() const { return 1.0 - dce_tcp_g / 1024.0; }
 };
 
-// Reads nic.cc: {"algorithm": "none" | "dcqcn", "profile": "paper" | "connectx", knobs...}.
-// Returns false when congestion control is off.
-bool read_dcqcn_config(const nlohmann::json& scenario, DcqcnConfig& config);
-const std::vector<const ParamGroup*>& dcqcn_param_groups();
+// DCQCN's knobs in nic.cc (with nic.cc.algorithm "dcqcn"): "profile" ("paper" | "connectx")
+// sets every knob, and any knob written beside it overrides its profile value.
+const BoundParams<DcqcnConfig>& dcqcn_params();
 
 class DcqcnReactionPoint final : public CongestionControl {
  public:
@@ -50,7 +48,6 @@ class DcqcnReactionPoint final : public CongestionControl {
 
   BitsPerSec rate() const override { return {static_cast<int64_t>(rate_)}; }
   void on_packet_sent(int64_t bytes, Time now) override;
-  void on_ack(Time) override {}
   void on_cnp(Time now) override;
   Time next_timer() const override;
   void on_timer(Time now) override;

@@ -2,7 +2,7 @@
 
 #include <set>
 
-#include "models/cc/dcqcn.h"
+#include "models/cc/algorithm.h"
 #include "models/net/roce_framing.h"
 #include "models/traffic/traffic.h"
 
@@ -206,7 +206,7 @@ std::vector<const ParamGroup*> all_param_groups() {
   std::vector<const ParamGroup*> groups{&kTopologyParams, &kLinkParams};
   for (const ParamGroup* g : switch_param_groups()) groups.push_back(g);
   groups.push_back(&HostNic::params());
-  for (const ParamGroup* g : dcqcn_param_groups()) groups.push_back(g);
+  for (const ParamGroup* g : cc_param_groups()) groups.push_back(g);
   groups.push_back(&kRoutingParams);
   for (const ParamGroup* g : traffic_param_groups()) groups.push_back(g);
   groups.push_back(&kCollectiveParams);
@@ -237,9 +237,9 @@ FabricSpec FabricSpec::resolve(const ScenarioDocument& doc) {
   nic.pfc = spec.switches.pfc;
   nic.lossless = spec.switches.mmu.lossless;
   nic.pause_quanta = spec.switches.pause_quanta;
-  nic.dcqcn = read_dcqcn_config(root, nic.dcqcn_config);
+  nic.cc = read_cc_config(root);
   nic.rate_sample_interval = spec.output.rate_sample_interval;
-  spec.congestion_control = nic.dcqcn ? "dcqcn (" + nic.dcqcn_config.profile + " profile)" : "none";
+  spec.congestion_control = describe(nic.cc);
 
   spec.flows = generate_traffic(root, spec.topology, spec.run.seed, doc.dir);
   spec.collectives = read_collectives(root, spec.topology);

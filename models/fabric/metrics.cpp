@@ -56,7 +56,8 @@ std::vector<double> of_completed(const FlowSet& flows, Value value) {
 }
 
 void require_completed(const FlowRecord& f) {
-  if (!f.completed) throw std::runtime_error("flow " + std::to_string(f.spec.id) + " did not complete");
+  if (!f.completed)
+    throw std::runtime_error("flow " + std::to_string(f.spec.id) + " did not complete");
 }
 
 }  // namespace
@@ -69,8 +70,9 @@ double fct_percentile_ps(const FlowSet& flows, double q) {
 std::vector<BitsPerSec> host_line_rates(const RunResult& r) {
   std::vector<BitsPerSec> rates;
   for (size_t i = 0; i < r.ports.size(); ++i) {
-    if (i > 0 && r.ports[i].node == r.ports[i - 1].node) continue;  // ports are listed node by node,
-    if (r.ports[i].switch_port) break;                                // hosts first
+    if (i > 0 && r.ports[i].node == r.ports[i - 1].node)
+      continue;                         // ports are listed node by node,
+    if (r.ports[i].switch_port) break;  // hosts first
     rates.push_back(r.ports[i].rate);
   }
   return rates;
@@ -147,7 +149,8 @@ const FlowRecord& completed_flow(const RunResult& r, int64_t id) {
   return r.flows[id];
 }
 
-// --- Congestion-control rates ---------------------------------------------------------------------
+// --- Congestion-control rates
+// ---------------------------------------------------------------------
 
 std::vector<double> mean_rates_bps(const RunResult& r, Time after) {
   std::vector<double> sum(r.flows.size(), 0.0);
@@ -217,6 +220,39 @@ double mean_queue_bytes(const RunResult& r, uint32_t port, Time after) {
                              format_time(after));
   }
   return sum / static_cast<double>(n);
+}
+
+std::vector<Time> queue_delays(const RunResult& r, uint32_t port, Time after) {
+  const BitsPerSec rate = r.ports.at(port).rate;
+  std::vector<Time> delays;
+  for (const QueueDepthSample& s : r.queue_samples) {
+    if (s.port == port && s.time >= after)
+      delays.push_back(serialization_delay(Bytes{s.bytes}, rate));
+  }
+  if (delays.empty()) {
+    throw std::runtime_error("no queue samples of " + port_name(r.ports.at(port)) + " after " +
+                             format_time(after));
+  }
+  std::sort(delays.begin(), delays.end());
+  return delays;
+}
+
+double mean_queue_delay_us(const RunResult& r, uint32_t port, Time after) {
+  const std::vector<Time> d = queue_delays(r, port, after);
+  double sum = 0;
+  for (const Time t : d) sum += static_cast<double>(t.ps);
+  return sum / static_cast<double>(d.size()) / 1e6;
+}
+
+double queue_delay_quantile_us(const RunResult& r, uint32_t port, Time after, double quantile) {
+  if (!(quantile >= 0 && quantile <= 1)) {
+    throw ScenarioError("metric.quantile",
+                        "expected a quantile between 0 and 1, found " + std::to_string(quantile));
+  }
+  const std::vector<Time> d = queue_delays(r, port, after);
+  const auto i =
+      std::min(d.size() - 1, static_cast<size_t>(quantile * static_cast<double>(d.size())));
+  return static_cast<double>(d[i].ps) / 1e6;
 }
 
 double mean_max_queue_bytes(const RunResult& r, const std::string& node,
@@ -295,7 +331,8 @@ double ring_tree_crossover_log2(const RunResult& r, uint32_t ring, uint32_t tree
   return std::log2(static_cast<double>(from));
 }
 
-// --- The catalogue --------------------------------------------------------------------------------
+// --- The catalogue
+// --------------------------------------------------------------------------------
 
 namespace {
 
@@ -321,7 +358,8 @@ MetricGroups each(const std::map<std::string, FlowSet>& groups, Value value) {
 
 Metric scalar(std::string name, std::string unit, std::string args, std::string meaning,
               std::function<double(const RunResult&, const Args&)> value) {
-  return {std::move(name), std::move(unit), std::move(args), std::move(meaning), std::move(value), {}};
+  return {std::move(name),    std::move(unit),  std::move(args),
+          std::move(meaning), std::move(value), {}};
 }
 
 Metric grouped(std::string name, std::string unit, std::string meaning,
@@ -344,14 +382,14 @@ std::vector<Metric> build_catalogue() {
     double q;
     const char* words;
   };
-  for (const Percentile& pc : {Percentile{"p50", 50, "median"},
-                               Percentile{"p99", 99, "99th percentile"},
-                               Percentile{"p999", 99.9, "99.9th percentile"}}) {
+  for (const Percentile& pc :
+       {Percentile{"p50", 50, "median"}, Percentile{"p99", 99, "99th percentile"},
+        Percentile{"p999", 99.9, "99.9th percentile"}}) {
     const std::string p = pc.label, what = pc.words;
     const double q = pc.q;
-    c.push_back(scalar("fct_" + p + "_ps", "ps", "",
-                       "FCT of the completed flows, " + what + " (nearest rank).",
-                       [q](const RunResult& r, const Args&) { return fct_percentile_ps(all_flows(r), q); }));
+    c.push_back(scalar(
+        "fct_" + p + "_ps", "ps", "", "FCT of the completed flows, " + what + " (nearest rank).",
+        [q](const RunResult& r, const Args&) { return fct_percentile_ps(all_flows(r), q); }));
     c.push_back(grouped("fct_" + p + "_ps_by_generator", "ps",
                         "FCT " + what + " of each traffic generator's completed flows.",
                         [q](const RunResult& r) {
@@ -359,18 +397,18 @@ std::vector<Metric> build_catalogue() {
                                       [q](const FlowSet& f) { return fct_percentile_ps(f, q); });
                         }));
     c.push_back(grouped("fct_" + p + "_ps_by_size", "ps",
-                        "FCT " + what + " of the completed flows of each size bucket (<=10KB, "
-                        "<=100KB, <=1MB, <=10MB, >10MB).",
+                        "FCT " + what +
+                            " of the completed flows of each size bucket (<=10KB, "
+                            "<=100KB, <=1MB, <=10MB, >10MB).",
                         [q](const RunResult& r) {
                           return each(flows_by_size(r),
                                       [q](const FlowSet& f) { return fct_percentile_ps(f, q); });
                         }));
-    c.push_back(scalar("slowdown_" + p, "", "",
-                       "FCT over the ideal FCT (message bits at the source's line rate), " + what +
-                           " over the completed flows.",
-                       [q](const RunResult& r, const Args&) {
-                         return slowdown_percentile(r, all_flows(r), q);
-                       }));
+    c.push_back(scalar(
+        "slowdown_" + p, "", "",
+        "FCT over the ideal FCT (message bits at the source's line rate), " + what +
+            " over the completed flows.",
+        [q](const RunResult& r, const Args&) { return slowdown_percentile(r, all_flows(r), q); }));
     c.push_back(grouped("slowdown_" + p + "_by_size", "",
                         "Slowdown " + what + " of the completed flows of each size bucket.",
                         [q](const RunResult& r) {
@@ -381,7 +419,8 @@ std::vector<Metric> build_catalogue() {
   }
   c.push_back(scalar("flow_fct_ps", "ps", "flow", "FCT of flow `flow` (which must complete).",
                      [](const RunResult& r, const Args& a) {
-                       return static_cast<double>(completed_flow(r, a.value("flow", int64_t{0})).fct().ps);
+                       return static_cast<double>(
+                           completed_flow(r, a.value("flow", int64_t{0})).fct().ps);
                      }));
   c.push_back(scalar("flow_goodput_bps", "b/s", "flow",
                      "Goodput of flow `flow`: message bits over its FCT.",
@@ -396,10 +435,11 @@ std::vector<Metric> build_catalogue() {
                       "Message bits of each traffic generator's completed flows over the time "
                       "from their first start to their last completion.",
                       [](const RunResult& r) { return each(flows_by_generator(r), goodput_bps); }));
-  c.push_back(scalar("throughput_bps", "b/s", "",
-                     "Payload bits delivered in order (complete flows or not) from the first "
-                     "flow's start to the last event.",
-                     [](const RunResult& r, const Args&) { return throughput_bps(r, all_flows(r)); }));
+  c.push_back(
+      scalar("throughput_bps", "b/s", "",
+             "Payload bits delivered in order (complete flows or not) from the first "
+             "flow's start to the last event.",
+             [](const RunResult& r, const Args&) { return throughput_bps(r, all_flows(r)); }));
   c.push_back(grouped("throughput_bps_by_generator", "b/s",
                       "throughput_bps of each traffic generator's flows.", [](const RunResult& r) {
                         MetricGroups out;
@@ -410,11 +450,10 @@ std::vector<Metric> build_catalogue() {
   c.push_back(scalar("jain_index", "", "",
                      "Jain's fairness index of the flows' goodputs (all must complete).",
                      [](const RunResult& r, const Args&) { return jain_index_of_goodputs(r); }));
-  c.push_back(scalar("jain_index_of_rates", "", "after?",
-                     "Jain's index of the flows' mean congestion-control rates from `after` on.",
-                     [](const RunResult& r, const Args& a) {
-                       return jain_index_of_rates(r, after_arg(a));
-                     }));
+  c.push_back(scalar(
+      "jain_index_of_rates", "", "after?",
+      "Jain's index of the flows' mean congestion-control rates from `after` on.",
+      [](const RunResult& r, const Args& a) { return jain_index_of_rates(r, after_arg(a)); }));
   c.push_back(scalar("rate_convergence_time_ps", "ps", "",
                      "First rate sample time from which Jain's index of the sampled rates stays "
                      ">= 0.95.",
@@ -427,6 +466,19 @@ std::vector<Metric> build_catalogue() {
                      [](const RunResult& r, const Args& a) {
                        return mean_queue_bytes(r, port_arg(r, a), after_arg(a));
                      }));
+  c.push_back(scalar("mean_queue_delay_us", "us", "node, port, after?",
+                     "Mean queueing delay (sampled queue depth at the port's line rate) of "
+                     "`node`'s port `port` from `after` on.",
+                     [](const RunResult& r, const Args& a) {
+                       return mean_queue_delay_us(r, port_arg(r, a), after_arg(a));
+                     }));
+  c.push_back(scalar("queue_delay_quantile_us", "us", "node, port, quantile, after?",
+                     "The `quantile` (0..1) of the sampled queueing delay of `node`'s port "
+                     "`port` from `after` on.",
+                     [](const RunResult& r, const Args& a) {
+                       return queue_delay_quantile_us(r, port_arg(r, a), after_arg(a),
+                                                      a.at("quantile").get<double>());
+                     }));
   c.push_back(scalar("mean_max_queue_bytes", "B", "node, ports",
                      "Mean over `node`'s listed `ports` of their deepest queue.",
                      [](const RunResult& r, const Args& a) {
@@ -435,17 +487,17 @@ std::vector<Metric> build_catalogue() {
                      }));
   c.push_back(total("max_switch_queue_bytes", "B", "Deepest queue of any switch port.",
                     max_switch_queue_bytes));
-  c.push_back(scalar("port_utilization", "", "node, port",
-                     "Busy time of `node`'s port `port` over the time of the last event.",
-                     [](const RunResult& r, const Args& a) {
-                       return port_utilization(r, port_arg(r, a));
-                     }));
+  c.push_back(scalar(
+      "port_utilization", "", "node, port",
+      "Busy time of `node`'s port `port` over the time of the last event.",
+      [](const RunResult& r, const Args& a) { return port_utilization(r, port_arg(r, a)); }));
   c.push_back(grouped("busy_time_ps_by_port", "ps",
                       "Time each port spent serializing frames (ports that sent anything).",
                       [](const RunResult& r) {
                         MetricGroups out;
                         for (const PortRecord& p : r.ports) {
-                          if (p.busy_time.ps > 0) out[port_name(p)] = static_cast<double>(p.busy_time.ps);
+                          if (p.busy_time.ps > 0)
+                            out[port_name(p)] = static_cast<double>(p.busy_time.ps);
                         }
                         return out;
                       }));
@@ -457,12 +509,14 @@ std::vector<Metric> build_catalogue() {
                       [](const RunResult& r) {
                         MetricGroups out;
                         for (const PauseRecord& p : r.pauses)
-                          out[port_name(r.ports.at(p.port))] += static_cast<double>((p.end - p.start).ps);
+                          out[port_name(r.ports.at(p.port))] +=
+                              static_cast<double>((p.end - p.start).ps);
                         return out;
                       }));
   c.push_back(total("xoff_sent", "frames", "PFC XOFF frames sent by all ports, refreshes included.",
                     [](const RunResult& r) { return counter_totals(r).pause_sent; }));
-  c.push_back(total("xoff_transitions", "", "Times any port's ingress group went from flowing to paused.",
+  c.push_back(total("xoff_transitions", "",
+                    "Times any port's ingress group went from flowing to paused.",
                     [](const RunResult& r) { return counter_totals(r).xoff_transitions; }));
   c.push_back(total("ecn_marks", "packets", "Packets marked CE at any switch queue.",
                     [](const RunResult& r) { return counter_totals(r).ecn_marks; }));
@@ -514,7 +568,8 @@ const Metric& find_metric(const std::string& name) {
 double measure_metric(const std::string& name, const RunResult& r, const nlohmann::json& args) {
   const Metric& m = find_metric(name);
   if (!m.value) {
-    throw ScenarioError("metric.name", "\"" + name + "\" is one figure per group, not a single one");
+    throw ScenarioError("metric.name",
+                        "\"" + name + "\" is one figure per group, not a single one");
   }
   return m.value(r, args);
 }

@@ -61,6 +61,11 @@ uint32_t port_index(const RunResult& r, const std::string& node, uint32_t port);
 std::string port_name(const PortRecord& p);  // "leaf0:3"
 // Time average of a port's sampled queue depth from `after` on.
 double mean_queue_bytes(const RunResult& r, uint32_t port, Time after);
+// A port's sampled queueing delays (queue bytes at its line rate) from `after` on, sorted.
+std::vector<Time> queue_delays(const RunResult& r, uint32_t port, Time after);
+double mean_queue_delay_us(const RunResult& r, uint32_t port, Time after);
+// The `quantile` (0..1) of the sampled queueing delay, nearest rank.
+double queue_delay_quantile_us(const RunResult& r, uint32_t port, Time after, double quantile);
 double mean_max_queue_bytes(const RunResult& r, const std::string& node,
                             const std::vector<uint32_t>& ports);
 int64_t max_switch_queue_bytes(const RunResult& r);

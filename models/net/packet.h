@@ -28,12 +28,15 @@ struct Packet {
   int32_t frame = 0;         // Ethernet frame bytes: headers + payload + FCS
   PacketType type = PacketType::Data;
   uint8_t priority = 0;  // 802.1p priority / traffic class 0..7
-  uint8_t dscp = 0;
+  uint8_t dscp : 6 = 0;
+  bool ece : 1 = false;  // ACK/NAK: data it answers arrived CE-marked (ECN echo)
   Ecn ecn = Ecn::NotEct;
   uint16_t ingress_port = 0;  // set by a switch on arrival
   uint16_t home = 0;          // the pool (partition) it belongs to
   uint32_t message = 0;       // connection QPs: on a message's last packet, 1 + its index on the QP
-  Time sent{};                // when the NIC put it on the wire
+  // Data and CNP: when the NIC put it on the wire. ACK/NAK: the timestamp of the data packet
+  // that triggered it, echoed for the requester's RTT sample.
+  Time timestamp{};
   Packet* next_free = nullptr;
 
   // A PFC frame (type Pause) carries the pause time it asks for, in quanta (0: XON), where a

@@ -32,7 +32,7 @@ const ParamGroup kNicParams{
          "fabtwin"},
         {"rx_xon", ParamType::Bytes, "\"32KB\"",
          "receive-buffer occupancy at which the NIC resumes it (XON)", "fabtwin"},
-        {"cc", ParamType::List, "{}", "congestion control; see nic.cc (fabtwin describe dcqcn)",
+        {"cc", ParamType::List, "{}", "congestion control; see nic.cc (fabtwin describe cc)",
          "fabtwin"},
         {"ack_timeout", ParamType::Time, "\"67.108864ms\"",
          "requester retransmits go-back-N from the oldest unacknowledged packet after this long "
@@ -56,7 +56,7 @@ NicConfig HostNic::read_config(const nlohmann::json& scenario) {
   }
   c.ack_every = static_cast<int>(r.integer("ack_every"));
   c.ack_timeout = r.time("ack_timeout");
-  r.raw("cc");  // read by read_dcqcn_config
+  r.raw("cc");  // read by read_cc_config
   if (const auto drain = r.rate_or("rx_drain_rate", "line")) c.rx_drain_rate = *drain;
   c.rx_xoff = r.bytes("rx_xoff").count;
   c.rx_xon = r.bytes("rx_xon").count;
@@ -78,8 +78,8 @@ HostNic::HostNic(std::string name, PacketPool& pool, int host, const NicConfig& 
       host_(host),
       config_(config),
       notification_point_(
-          config.dcqcn_config.min_time_between_cnps, config.dcqcn_config.cnp_dscp,
-          config.dscp_to_priority[static_cast<uint8_t>(config.dcqcn_config.cnp_dscp)]) {}
+          config.cc.dcqcn.min_time_between_cnps, config.cc.dcqcn.cnp_dscp,
+          config.dscp_to_priority[static_cast<uint8_t>(config.cc.dcqcn.cnp_dscp)]) {}
 
 uint32_t HostNic::add_send_qp(const FlowSpec& flow) {
   RequesterQp qp;
@@ -90,7 +90,7 @@ uint32_t HostNic::add_send_qp(const FlowSpec& flow) {
   qp.hash = roce_flow_hash(static_cast<uint32_t>(flow.src), static_cast<uint32_t>(flow.dst),
                            udp_source_port);
   qp.rate = ports_.at(0).rate;
-  if (config_.dcqcn) qp.cc = std::make_unique<DcqcnReactionPoint>(config_.dcqcn_config, qp.rate);
+  qp.cc = make_congestion_control(config_.cc, qp.rate, config_.mtu);
   qp.priority = config_.dscp_to_priority[flow.dscp];
   qp.record.spec = flow;
   send_qps_.push_back(std::move(qp));
@@ -161,7 +161,8 @@ void HostNic::begin() {
     return fa.start < fb.start || (fa.start == fb.start && fa.id < fb.id);
   });
   for (size_t i = 0; i < start_order_.size(); ++i) hold_work();  // released as flows complete
-  if (config_.dcqcn && config_.rate_sample_interval.ps > 0 && !send_qps_.empty()) {
+  if (config_.cc.algorithm != CcAlgorithm::None && config_.rate_sample_interval.ps > 0 &&
+      !send_qps_.empty()) {
     schedule_self(now() + config_.rate_sample_interval, kRateSample, 0);
   }
   if (!start_order_.empty()) {
@@ -327,9 +328,14 @@ bool HostNic::send_next_data_packet() {
       ++rotation_next_;
       continue;
     }
+    if (!qp.window_open(config_.mtu.count)) {  // the ACK that opens it pumps again
+      qp.window_blocked = true;
+      ++rotation_next_;
+      continue;
+    }
     Packet* p = pool_.acquire();
     qp.write_next_packet(*p, index, host_, config_.mtu.count);
-    p->sent = now();
+    p->timestamp = now();
     qp.on_packet_sent(*p, now(), config_.ack_timeout, ports_[0].rate);
     if (qp.cc) arm_cc_timer(qp);
     ++data_packets_sent_;
@@ -390,20 +396,20 @@ void HostNic::receive_data(Packet* p) {
 
 void HostNic::on_data(Packet* p) {
   ResponderQp& rq = receive_qps_[p->receiver_qp];
-  if (p->ecn == Ecn::Ce && config_.dcqcn &&
+  if (p->ecn == Ecn::Ce && config_.cc.notification_point() &&
       notification_point_.on_congestion_experienced(rq.congestion, now())) {
     send_cnp(rq);
   }
   const ResponderQp::Response r = rq.on_data(*p, now(), config_.ack_every);
   if (r.message_arrived) notify_host(kNicMessageArrived, rq.flow, r.sequence);
-  if (r.reply) send_reply(r.reply_type, rq);
+  if (r.reply) send_reply(r.reply_type, rq, p->timestamp);
 }
 
 void HostNic::send_cnp(const ResponderQp& rq) {
   Packet* c = pool_.acquire();
   rq.address_reply(*c, host_);
   notification_point_.write_cnp(*c);
-  c->sent = now();
+  c->timestamp = now();
   ++ports_[0].counters[c->priority].cnp_sent;
   ports_[0].enqueue(c);
   pump();
@@ -425,17 +431,21 @@ void HostNic::arm_cc_timer(RequesterQp& qp) {
   }
 }
 
-void HostNic::send_reply(PacketType type, const ResponderQp& rq) {
+void HostNic::send_reply(PacketType type, ResponderQp& rq, Time echo) {
   Packet* a = pool_.acquire();
-  rq.write_reply(*a, type, host_);
-  a->sent = now();
+  rq.write_reply(*a, type, host_, echo);
   ports_[0].enqueue(a);
   pump();
 }
 
 void HostNic::on_ack(const Packet& p) {
   RequesterQp& qp = send_qps_[p.sender_qp];
-  if (!qp.on_ack(p.psn, now(), config_.ack_timeout)) return;
+  if (!qp.on_ack(p, now(), config_.ack_timeout, config_.mtu.count)) return;
+  if (qp.cc) arm_cc_timer(qp);
+  if (qp.window_blocked) {
+    qp.window_blocked = false;
+    pump();
+  }
   if (qp.connection) {
     notify_acked_messages(qp);
     if (qp.all_acked()) leave_rotation(qp, p.sender_qp);

@@ -7,7 +7,7 @@
 
 #include <vector>
 
-#include "models/cc/dcqcn.h"
+#include "models/cc/algorithm.h"
 #include "models/net/network_node.h"
 #include "models/nic/notification_point.h"
 #include "models/nic/queue_pair.h"
@@ -30,8 +30,7 @@ struct NicConfig {
   int pause_quanta = 65535;        // fabric.pfc.pause_quanta
   bool pfc = true;                 // fabric.pfc.enabled
   std::array<bool, 8> lossless{};  // fabric.pfc.lossless_priorities
-  bool dcqcn = false;              // nic.cc.algorithm
-  DcqcnConfig dcqcn_config;
+  CcConfig cc;                     // nic.cc
   Time rate_sample_interval{};  // output.rate_sample_interval (0: no rate traces)
   // Host side of the NIC (set for GPU nodes): DMA reads of payload over PCIe pace transmission
   // when slower than the link; notifications reach the GPU node `host_latency` after the event.
@@ -100,7 +99,7 @@ class HostNic final : public NetworkNode {
   void on_data(Packet* p);
   void on_ack(const Packet& p);
   void on_nak(const Packet& p);
-  void send_reply(PacketType type, const ResponderQp& rq);
+  void send_reply(PacketType type, ResponderQp& rq, Time echo);
   void arm_timer(RequesterQp& qp);
   void go_back_to(RequesterQp& qp, uint32_t psn);
   void post_message(uint32_t qp, int64_t bytes);

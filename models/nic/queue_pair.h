@@ -44,6 +44,7 @@ struct RequesterQp {
   BitsPerSec rate{};                      // current sending rate (line rate unless a CC lowers it)
   std::unique_ptr<CongestionControl> cc;  // null: no congestion control
   Time cc_timer_at = Time::max();         // a CC timer event is pending for this time
+  bool window_blocked = false;            // skipped for want of window since the last ACK
   bool started = false;
   FlowRecord record;
   // Connection QPs only: the messages posted so far (one past the last PSN of each, and the
@@ -56,6 +57,10 @@ struct RequesterQp {
 
   bool all_sent() const { return next_psn >= packets; }
   bool all_acked() const { return unacked_psn >= packets; }
+  // Payload bytes sent and not yet acknowledged, counting every packet as a full `mtu`.
+  int64_t in_flight(int64_t mtu) const { return int64_t{next_psn - unacked_psn} * mtu; }
+  // The congestion control's window has room for one more packet.
+  bool window_open(int64_t mtu) const { return !cc || in_flight(mtu) + mtu <= cc->window(); }
 
   // A message of `bytes` (an RDMA WRITE; an empty one is still one packet) joins the queue.
   void post_message(int64_t bytes, int64_t mtu, Time now, Time ack_timeout);
@@ -72,8 +77,9 @@ struct RequesterQp {
   Time cc_timer_due(Time now);
   // Go-back-N: the next packet sent is `psn` (what was sent past it counts as retransmitted).
   void go_back_to(uint32_t psn);
-  // An ACK (`psn` = the next PSN the responder expects): false if it acknowledges nothing new.
-  bool on_ack(uint32_t psn, Time now, Time ack_timeout);
+  // An ACK (its PSN = the next PSN the responder expects): false if it acknowledges nothing
+  // new; else the congestion control hears of it (bytes counted as full `mtu` packets).
+  bool on_ack(const Packet& ack, Time now, Time ack_timeout, int64_t mtu);
   // A NAK (a sequence error at `psn`): false if stale; else it acknowledges what precedes
   // `psn` and rewinds to it.
   bool on_nak(uint32_t psn, Time now, Time ack_timeout);
@@ -96,6 +102,7 @@ struct ResponderQp {
   int64_t bytes = 0;
   Time last_byte{};
   NotificationPoint::QpState congestion;  // the notification point's memory of this QP
+  bool ce_to_echo = false;                // CE-marked data arrived since the last reply
   bool connection = false;                // `flow` is then the connection id
   uint32_t lane = 0, lanes = 1;
 
@@ -112,8 +119,9 @@ struct ResponderQp {
   Response on_data(const Packet& p, Time now, int ack_every);
   // Addresses `a` (sent by `host`) to the requester of this QP.
   void address_reply(Packet& a, int host) const;
-  // Fills `a` as an ACK or NAK carrying the next expected PSN.
-  void write_reply(Packet& a, PacketType type, int host) const;
+  // Fills `a` as an ACK or NAK carrying the next expected PSN, echoing `timestamp` (of the
+  // data packet that triggered it) and whether CE-marked data arrived since the last reply.
+  void write_reply(Packet& a, PacketType type, int host, Time timestamp);
 };
 
 // The per-packet operations are inline: they run for every packet a NIC sends or receives.
@@ -181,12 +189,24 @@ inline Time RequesterQp::cc_timer_due(Time now) {
   return t;
 }
 
-inline bool RequesterQp::on_ack(uint32_t psn, Time now, Time ack_timeout) {
-  if (done || psn <= unacked_psn) return false;
-  unacked_psn = psn;
+inline bool RequesterQp::on_ack(const Packet& ack, Time now, Time ack_timeout, int64_t mtu) {
+  if (done || ack.psn <= unacked_psn) return false;
+  const uint32_t acked = ack.psn - unacked_psn;
+  unacked_psn = ack.psn;
   if (next_psn < unacked_psn) next_psn = unacked_psn;
   deadline = now + ack_timeout;
-  if (cc) cc->on_ack(now);
+  if (cc) {
+    AckRecord a;
+    a.now = now;
+    a.rtt = now - ack.timestamp;
+    a.ece = ack.ece;
+    a.psn = ack.psn;
+    a.next_psn = next_psn;
+    a.acked_bytes = int64_t{acked} * mtu;
+    a.in_flight = in_flight(mtu);
+    cc->on_ack(a);
+    update_rate(now);
+  }
   return true;
 }
 
@@ -199,6 +219,7 @@ inline bool RequesterQp::on_nak(uint32_t psn, Time now, Time ack_timeout) {
 
 inline ResponderQp::Response ResponderQp::on_data(const Packet& p, Time now, int ack_every) {
   Response r;
+  if (p.ecn == Ecn::Ce) ce_to_echo = true;
   if (p.psn == expected_psn) {
     ++expected_psn;
     bytes += p.payload;
@@ -231,13 +252,16 @@ inline void ResponderQp::address_reply(Packet& a, int host) const {
   a.ecmp_hash = hash;
 }
 
-inline void ResponderQp::write_reply(Packet& a, PacketType type, int host) const {
+inline void ResponderQp::write_reply(Packet& a, PacketType type, int host, Time timestamp) {
   address_reply(a, host);
   a.type = type;
   a.psn = expected_psn;
   a.frame = roce::ack_frame();
   a.priority = static_cast<uint8_t>(priority);
   a.dscp = static_cast<uint8_t>(dscp);
+  a.timestamp = timestamp;
+  a.ece = ce_to_echo;
+  ce_to_echo = false;
 }
 
 }  // namespace fabtwin

@@ -156,15 +156,26 @@ nlohmann::json scenario_json_schema(const std::vector<const ParamGroup*>& groups
       continue;
     }
     if (g->path == "fabric") continue;  // its members are groups of their own
+    // "nic.cc[algorithm=dcqcn]": knobs that sit beside the key choosing them, in nic.cc.
+    const size_t variant = g->path.find('[');
     nlohmann::json* node = &props;
-    const auto parts = split(g->path, '.');
+    const auto parts = split(g->path.substr(0, variant), '.');
     for (size_t i = 0; i + 1 < parts.size(); ++i) {
       nlohmann::json& parent = (*node)[parts[i]];
       parent["type"] = "object";
       parent["additionalProperties"] = false;
       node = &parent["properties"];
     }
-    (*node)[parts.back()] = group_schema(*g);
+    if (variant == std::string::npos) {
+      (*node)[parts.back()] = group_schema(*g);
+      continue;
+    }
+    const std::string when = g->path.substr(variant + 1, g->path.find(']') - variant - 1);
+    for (const Param& p : g->params) {
+      nlohmann::json s = param_schema(p);
+      s["description"] = "(" + when + ") " + s["description"].get<std::string>();
+      (*node)[parts.back()]["properties"][p.key] = s;
+    }
   }
   for (nlohmann::json& gen : generators) {
     if (gen["properties"]["type"]["const"] == "flows") {

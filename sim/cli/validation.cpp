@@ -1,10 +1,12 @@
 #include "sim/cli/validation.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 
+#include "models/cc/algorithm.h"
 #include "models/cc/dcqcn_fluid_model.h"
 #include "models/fabric/fabric.h"
 #include "models/fabric/metrics.h"
@@ -36,6 +38,16 @@ double measure(const nlohmann::json& metric, const RunResult& r) {
   return measure_metric(metric.at("name").get<std::string>(), r, metric);
 }
 
+// The round trip of one packet of `payload` bytes of flow `f` and its ACK through an idle
+// fabric: per hop, store and forward costs each frame's wire time plus the propagation delay.
+Time unloaded_round_trip(const FabricSpec& spec, const FlowSpec& f, int payload) {
+  const Link& link = spec.topology.links.front();
+  const int hops = spec.routes.distance(f.src, f.dst);
+  const Time data = roce::wire_time(roce::data_frame(payload, true), link.rate);
+  const Time ack = roce::wire_time(roce::ack_frame(), link.rate);
+  return (data + link.delay) * hops + (ack + link.delay) * hops;
+}
+
 // Analytic references, computed from the same scenario the simulation ran.
 double analytic(const std::string& name, const nlohmann::json& metric, const FabricSpec& spec,
                 const RunResult& result) {
@@ -43,15 +55,23 @@ double analytic(const std::string& name, const nlohmann::json& metric, const Fab
   const Topology& topo = spec.topology;
   const Link& host_link = topo.links.front();
   if (name == "single_packet_round_trip") {
-    // Store and forward over h links each way: every hop costs the frame's wire time plus the
-    // propagation delay; the ACK returns the same way.
     const FlowSpec& f = spec.flows.at(static_cast<size_t>(metric.value("flow", 0)));
-    const int hops = spec.routes.distance(f.src, f.dst);
-    const Time data =
-        roce::wire_time(roce::data_frame(static_cast<int>(f.size.count), true), host_link.rate);
-    const Time ack = roce::wire_time(roce::ack_frame(), host_link.rate);
-    return static_cast<double>(
-        ((data + host_link.delay) * hops + (ack + host_link.delay) * hops).ps);
+    return static_cast<double>(unloaded_round_trip(spec, f, static_cast<int>(f.size.count)).ps);
+  }
+  if (name == "dctcp_queue_bound") {
+    // DCTCP's queue peaks at K plus one packet per flow (SIGCOMM 2010 section 3.3): every flow
+    // adds a packet in the round trip before the marks reach it.
+    const RedMarking red = spec.switches.red_for(host_link.rate);
+    const int frame = roce::data_frame(static_cast<int>(nic.mtu.count), false);
+    return static_cast<double>(red.kmin + static_cast<int64_t>(spec.flows.size()) * frame);
+  }
+  if (name == "timely_t_low_queue_delay_us" || name == "timely_t_high_queue_delay_us") {
+    // The queueing delay at which flow 0's RTT (a full packet's unloaded round trip plus the
+    // bottleneck's queueing delay) equals T_low or T_high.
+    const TimelyConfig& timely = nic.cc.timely;
+    const Time t = name == "timely_t_low_queue_delay_us" ? timely.t_low : timely.t_high;
+    const Time base = unloaded_round_trip(spec, spec.flows.at(0), static_cast<int>(nic.mtu.count));
+    return static_cast<double>((t - base).ps) / 1e6;
   }
   if (name == "roce_goodput") {
     // Line rate times payload over (payload + RoCEv2 headers + preamble and inter-frame gap).
@@ -69,10 +89,10 @@ double analytic(const std::string& name, const nlohmann::json& metric, const Fab
   if (name == "dcqcn_fixed_point_queue") {
     // The CoNEXT 2016 fluid model's fixed point for the scenario's own parameters: N flows
     // through the bottleneck, counting in the data frames the switch marks.
-    if (!nic.dcqcn) {
+    if (nic.cc.algorithm != CcAlgorithm::Dcqcn) {
       throw ScenarioError("nic.cc.algorithm", "the dcqcn_fixed_point_queue reference needs dcqcn");
     }
-    const DcqcnConfig& cc = nic.dcqcn_config;
+    const DcqcnConfig& cc = nic.cc.dcqcn;
     const RedMarking red = spec.switches.red_for(host_link.rate);
     DcqcnFluidParams p;
     p.capacity_bps = static_cast<double>(host_link.rate.bps);
@@ -98,7 +118,7 @@ double analytic(const std::string& name, const nlohmann::json& metric, const Fab
     const CollectiveRow& row = completed_collective(result, metric.value("row", int64_t{0}));
     const double n = row.ranks;
     const int hops = spec.routes.distance(topo.nic_of_gpu(static_cast<int>(row.gpus[0])),
-                                      topo.nic_of_gpu(static_cast<int>(row.gpus[1])));
+                                          topo.nic_of_gpu(static_cast<int>(row.gpus[1])));
     const double alpha =
         (setup.nccl.net_step_latency + setup.gpu.pcie_latency * 2 + host_link.delay * hops)
             .seconds();
@@ -124,6 +144,8 @@ double analytic(const std::string& name, const nlohmann::json& metric, const Fab
   throw ScenarioError("reference.analytic",
                       "expected single_packet_round_trip, roce_goodput, "
                       "dynamic_threshold_steady_state, dcqcn_fixed_point_queue, "
+                      "dctcp_queue_bound, timely_t_low_queue_delay_us, "
+                      "timely_t_high_queue_delay_us, "
                       "ring_all_reduce_alpha_beta or nccl_tuning_crossover_log2, found \"" +
                           name + "\"");
 }
