@@ -66,7 +66,8 @@ constexpr auto record_fields(std::type_identity<CollectiveRow>) {
       field("root", &CollectiveRow::root, "", "Root rank; `-1` for rootless collectives."),
       field("ranks", &CollectiveRow::ranks, "", "Ranks in the communicator."),
       field("channels", &CollectiveRow::channels, "", "NCCL channels used."),
-      field("iterations", &CollectiveRow::iterations, "", "Timed iterations (warm-up not counted)."),
+      field("iterations", &CollectiveRow::iterations, "",
+            "Timed iterations (warm-up not counted)."),
       field("time_us", &CollectiveRow::time_us, "µs",
             "Time of one iteration, averaged over the ranks (nccl-tests' default `-a 1`)."),
       field("algbw", &CollectiveRow::algbw, "GB/s",
@@ -77,7 +78,8 @@ constexpr auto record_fields(std::type_identity<CollectiveRow>) {
             "send/receive."),
       field("start_ps", &CollectiveRow::start, "ps",
             "Start of the first timed iteration on the earliest rank."),
-      field("end_ps", &CollectiveRow::end, "ps", "End of the last timed iteration on the latest rank."),
+      field("end_ps", &CollectiveRow::end, "ps",
+            "End of the last timed iteration on the latest rank."),
   };
 }
 

@@ -216,7 +216,8 @@ void GpuNode::try_start(uint32_t stream, uint32_t lane) {
   Time done = now() + transfer_time(u.bytes, setup_.gpu.channel_rate * l.lane->share);
   const int local = setup_.specs[s.spec].gpus[l.lane->rank] % topology_.gpus_per_node;
   for (int32_t c : u.send) {  // an NVLink write happens while the kernel copies
-    if (c < 0 || setup_.connections[s.connection[c]].transport != CollectiveTransport::NvLink) continue;
+    if (c < 0 || setup_.connections[s.connection[c]].transport != CollectiveTransport::NvLink)
+      continue;
     Time& free = nvlink_free_[local];
     free = std::max(free, now()) + transfer_time(u.bytes, setup_.gpu.nvlink_rate.bps / 8.0);
     done = std::max(done, free);
@@ -329,7 +330,8 @@ void GpuNode::barrier(uint32_t spec, uint32_t position) {
 
 void GpuNode::message_arrived(uint32_t connection, uint32_t sequence) {
   RecvSide& r = recv_[connection];
-  if (setup_.record_timeline && setup_.connections[connection].transport == CollectiveTransport::Net) {
+  if (setup_.record_timeline &&
+      setup_.connections[connection].transport == CollectiveTransport::Net) {
     records_.arrived.push_back({connection, sequence, 0, 0, 0, now()});
   }
   const int64_t ahead = static_cast<int64_t>(sequence) - r.arrived;

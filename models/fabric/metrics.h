@@ -48,8 +48,9 @@ double jain_index_of_goodputs(const RunResult& r);
 // Flow `id`, which must exist and have completed.
 const FlowRecord& completed_flow(const RunResult& r, int64_t id);
 
-// --- Congestion-control rates ---------------------------------------------------------------------
-// Per flow with samples, the mean of its sampled rate from `after` on.
+// --- Congestion-control rates
+// --------------------------------------------------------------------- Per flow with samples, the
+// mean of its sampled rate from `after` on.
 std::vector<double> mean_rates_bps(const RunResult& r, Time after);
 double jain_index_of_rates(const RunResult& r, Time after);
 // The first sample time from which Jain's index of the sampled rates stays >= 0.95.
@@ -82,7 +83,8 @@ const CollectiveRow& completed_collective(const RunResult& r, int64_t row);
 // larger size of their common sweep.
 double ring_tree_crossover_log2(const RunResult& r, uint32_t ring, uint32_t tree);
 
-// --- The catalogue --------------------------------------------------------------------------------
+// --- The catalogue
+// --------------------------------------------------------------------------------
 struct Metric {
   std::string name;
   std::string unit;

@@ -41,7 +41,8 @@ constexpr auto record_fields(std::type_identity<PortRecord>) {
            "Name of the node that owns the port (`host3`, `leaf0`, `spine2`, ...)."),
       field("port", &PortRecord::port, "", "Port number on that node."),
       text("peer", &PortRecord::peer, 32, "Name of the node at the other end of the link."),
-      field("is_switch", &PortRecord::switch_port, "0/1", "1 for a switch port, 0 for a host NIC port."),
+      field("is_switch", &PortRecord::switch_port, "0/1",
+            "1 for a switch port, 0 for a host NIC port."),
       field("rate_bps", &PortRecord::rate, "b/s", "Line rate of the link."),
       field("busy_ps", &PortRecord::busy_time, "ps",
             "Time spent serializing frames (including preamble and inter-frame gap); "
@@ -64,7 +65,8 @@ constexpr auto record_fields(std::type_identity<PauseRecord>) {
             "Row of `/ports`: the egress port that was **paused** (the upstream end of the link, "
             "not the port that sent the XOFF)."),
       field("priority", &PauseRecord::priority, "", "Priority that was paused, 0..7."),
-      field("start_ps", &PauseRecord::start, "ps", "Time the pause took effect (the XOFF frame arrived)."),
+      field("start_ps", &PauseRecord::start, "ps",
+            "Time the pause took effect (the XOFF frame arrived)."),
       field("end_ps", &PauseRecord::end, "ps",
             "Time the port could send that priority again; `end_ps >= start_ps`."),
   };
@@ -81,8 +83,10 @@ struct BufferRecord {
 
 constexpr auto record_fields(std::type_identity<BufferRecord>) {
   return std::tuple{
-      text("node", &BufferRecord::node, 32, "Name of the switch (`switch`, `leaf0`, `spine1`, ...)."),
-      field("buffer_bytes", &BufferRecord::buffer, "B", "Configured packet buffer (`fabric.switch.buffer`)."),
+      text("node", &BufferRecord::node, 32,
+           "Name of the switch (`switch`, `leaf0`, `spine1`, ...)."),
+      field("buffer_bytes", &BufferRecord::buffer, "B",
+            "Configured packet buffer (`fabric.switch.buffer`)."),
       field("shared_pool_bytes", &BufferRecord::shared_pool, "B",
             "What is left for the shared pool after the reserves (`reserve` x 8 groups x ports) "
             "and the PFC headroom of every lossless group are set aside."),

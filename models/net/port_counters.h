@@ -12,7 +12,7 @@
 
 namespace fabtwin {
 
-#define FABTWIN_PRIORITY_COUNTERS(X)                                                             \
+#define FABTWIN_PRIORITY_COUNTERS(X)                                                            \
   X(int64_t, tx_packets, "tx_packets", Sum, "packets",                                          \
     "Frames transmitted (data, ACKs, NAKs and CNPs; PFC frames are not counted).")              \
   X(int64_t, tx_bytes, "tx_bytes", Sum, "B",                                                    \
@@ -34,13 +34,15 @@ namespace fabtwin {
   X(int64_t, pause_sent, "pause_sent", Sum, "frames",                                           \
     "PFC XOFF frames this port sent to its peer (as the ingress of a paused group), refreshes " \
     "included.")                                                                                \
-  X(int64_t, xon_sent, "xon_sent", Sum, "frames", "PFC XON frames (pause time 0) sent to the peer.") \
+  X(int64_t, xon_sent, "xon_sent", Sum, "frames",                                               \
+    "PFC XON frames (pause time 0) sent to the peer.")                                          \
   X(int64_t, xoff_transitions, "xoff_transitions", Sum, "",                                     \
     "Times this port's ingress group went from flowing to paused (the first XOFF of each "      \
     "episode; refreshes not counted).")                                                         \
   X(int64_t, pause_received, "pause_received", Sum, "frames",                                   \
     "PFC XOFF frames received from the peer.")                                                  \
-  X(int64_t, xon_received, "xon_received", Sum, "frames", "PFC XON frames received from the peer.") \
+  X(int64_t, xon_received, "xon_received", Sum, "frames",                                       \
+    "PFC XON frames received from the peer.")                                                   \
   X(Time, paused_time, "paused_ps", Sum, "ps",                                                  \
     "Time this egress queue was paused by the peer; equals the summed length of its "           \
     "`/pfc_pauses` intervals.")                                                                 \

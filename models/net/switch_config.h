@@ -17,9 +17,9 @@ namespace fabtwin {
 // declared once, there); a default-constructed SwitchConfig is all zero.
 struct SwitchConfig {
   MmuConfig mmu;
-  bool auto_headroom;     // mlx5 rule per port; else `headroom`
-  int64_t headroom;       // bytes per lossless group and ingress port
-  int64_t headroom_mtu;   // frame bytes the automatic headroom allows for (fabric.link.mtu)
+  bool auto_headroom;    // mlx5 rule per port; else `headroom`
+  int64_t headroom;      // bytes per lossless group and ingress port
+  int64_t headroom_mtu;  // frame bytes the automatic headroom allows for (fabric.link.mtu)
 
   bool pfc;
   int pause_quanta;   // quanta an XOFF frame asks for

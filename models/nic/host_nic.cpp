@@ -77,9 +77,9 @@ HostNic::HostNic(std::string name, PacketPool& pool, int host, const NicConfig& 
     : NetworkNode(std::move(name), pool, {kPauseExpired, kRxPauseRefresh}),
       host_(host),
       config_(config),
-      notification_point_(
-          config.cc.dcqcn.min_time_between_cnps, config.cc.dcqcn.cnp_dscp,
-          config.dscp_to_priority[static_cast<uint8_t>(config.cc.dcqcn.cnp_dscp)]) {}
+      notification_point_(config.cc.dcqcn.min_time_between_cnps, config.cc.dcqcn.cnp_dscp,
+                          config.dscp_to_priority[static_cast<uint8_t>(config.cc.dcqcn.cnp_dscp)]) {
+}
 
 uint32_t HostNic::add_send_qp(const FlowSpec& flow) {
   RequesterQp qp;

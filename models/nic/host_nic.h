@@ -31,7 +31,7 @@ struct NicConfig {
   bool pfc = true;                 // fabric.pfc.enabled
   std::array<bool, 8> lossless{};  // fabric.pfc.lossless_priorities
   CcConfig cc;                     // nic.cc
-  Time rate_sample_interval{};  // output.rate_sample_interval (0: no rate traces)
+  Time rate_sample_interval{};     // output.rate_sample_interval (0: no rate traces)
   // Host side of the NIC (set for GPU nodes): DMA reads of payload over PCIe pace transmission
   // when slower than the link; notifications reach the GPU node `host_latency` after the event.
   BitsPerSec tx_dma_rate{};  // 0: not a bottleneck

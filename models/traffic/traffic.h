@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <vector>
 
-#include "models/traffic/flow.h"
 #include "models/fabric/topology.h"
+#include "models/traffic/flow.h"
 #include "sim/params.h"
 
 namespace fabtwin {
