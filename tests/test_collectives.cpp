@@ -504,7 +504,7 @@ TEST_CASE("tree_links: the double binary tree over nodes", "[collectives]") {
     }
     if (k % 2 == 0) {
       // NCCL's double-binary-tree property: every node is a leaf in at least one tree, so no
-      // node's NIC carries interior traffic in both (REFERENCES 3.5).
+      // node's NIC carries interior traffic in both (docs/references.md §3.5).
       for (int v = 0; v < k; ++v) {
         auto leaf = [&](const nccl::TreeLinks& x) {
           return std::all_of(x.children.begin(), x.children.end(), [](int c) { return c < 0; });

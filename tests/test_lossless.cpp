@@ -16,7 +16,7 @@ TEST_CASE("a pause quantum is 512 bit times at the link's rate", "[pfc]") {
   CHECK(pfc::pause_duration(1, parse_rate("100Gbps")).ps == 5'120);
   CHECK(pfc::pause_duration(1, parse_rate("25Gbps")).ps == 20'480);
   CHECK(pfc::pause_duration(1, parse_rate("400Gbps")).ps == 1'280);
-  // The largest pause, 65535 quanta (REFERENCES.md 2.1: 335.5 us, 1.342 ms, 83.9 us).
+  // The largest pause, 65535 quanta (docs/references.md §2.1: 335.5 us, 1.342 ms, 83.9 us).
   CHECK(pfc::pause_duration(65535, parse_rate("100Gbps")).ps == 335'539'200);
   CHECK(pfc::pause_duration(65535, parse_rate("25Gbps")).ps == 1'342'156'800);
   CHECK(pfc::pause_duration(65535, parse_rate("400Gbps")).ps == 83'884'800);
@@ -24,7 +24,7 @@ TEST_CASE("a pause quantum is 512 bit times at the link's rate", "[pfc]") {
 }
 
 TEST_CASE("automatic headroom follows the mlx5 driver's rule", "[pfc]") {
-  // REFERENCES.md 2.2 worked examples; 7 m of fibre is 35 ns, 100 m is 500 ns.
+  // docs/references.md §2.2 worked examples; 7 m of fibre is 35 ns, 100 m is 500 ns.
   CHECK(pfc::mlx5_headroom(parse_rate("100Gbps"), parse_time("35ns"), 1500) == 35'680);
   CHECK(pfc::mlx5_headroom(parse_rate("100Gbps"), parse_time("500ns"), 9216) == 76'767);
   CHECK(pfc::mlx5_headroom(parse_rate("400Gbps"), parse_time("35ns"), 4200) == 137'824);

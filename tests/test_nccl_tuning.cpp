@@ -1,4 +1,4 @@
-// NCCL's tuning model against the numbers REFERENCES.md section 3.3 works out by hand and against
+// NCCL's tuning model against the numbers docs/references.md section 3.3 works out by hand and against
 // the model's formulas re-derived here, independently of the implementation.
 #include <cmath>
 #include <cstdint>
@@ -31,7 +31,7 @@ double effective_latency(const TuningInput& in, Algorithm a, Protocol p) {
 constexpr int64_t kGiB = int64_t{1} << 30;
 
 // Hopper, Intel, AllReduce, Simple, latencyInter 0, NVLink inside the node: the model written
-// out again from REFERENCES.md 3.3.
+// out again from docs/references.md §3.3.
 double tree_correction_simple(int64_t bytes) {
   static const double f[24] = {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5,
                                .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9, .9};
@@ -71,7 +71,7 @@ TEST_CASE("names and version", "[nccl_tuning]") {
   CHECK(std::string(name(Protocol::Simple)) == "Simple");
 }
 
-TEST_CASE("ring all-reduce latency reproduces the worked table of REFERENCES 3.3",
+TEST_CASE("ring all-reduce latency reproduces the worked table of docs/references.md §3.3",
           "[nccl_tuning]") {
   // Intel host, latencyInter = 0, large message, NVLink inside the node, Hopper.
   struct Row {

@@ -61,7 +61,7 @@ TEST_CASE("a long flow's goodput is the line rate less the RoCEv2 framing", "[ru
       star(2, {{{"type", "flows"}, {"flows", {{{"src", 0}, {"dst", 1}, {"size", "100MB"}}}}}}));
   REQUIRE(r.flows[0].completed);
   const double analytic = 100e9 * 4096.0 / (4096 + roce::kHeaderBytes + roce::kWireGapBytes);
-  CHECK(analytic == Approx(98.04e9).epsilon(1e-4));  // REFERENCES.md 4.3
+  CHECK(analytic == Approx(98.04e9).epsilon(1e-4));  // docs/references.md §4.3
   CHECK(r.flows[0].goodput_bps() == Approx(analytic).epsilon(0.001));
 }
 

@@ -78,7 +78,7 @@ const Bound kDcqcnParams{
             {"profile", ParamType::Choice, "\"paper\"",
              "starting values of every knob below: paper (SIGCOMM 2015 / the authors' code) or "
              "connectx (ConnectX firmware defaults); any knob can still be set",
-             "REFERENCES.md 1.2, 1.3 (paper), 1.6 (ConnectX)", "paper|connectx"},
+             "docs/references.md §1.2, 1.3 (paper), 1.6 (ConnectX)", "paper|connectx"},
             [](ParamReader& r, DcqcnConfig& c) { c = profile(r.choice("profile")); }),
         knob(&DcqcnConfig::rpg_time_reset,
              {"rpg_time_reset", ParamType::Time, "paper 55us, connectx 300us",
@@ -129,7 +129,7 @@ const Bound kDcqcnParams{
             {"alpha_update", ParamType::Choice, "paper on_cnp, connectx periodic",
              "on_cnp: alpha rises at each CNP and decays after each period without one (paper); "
              "periodic: every period alpha rises if a CNP came in it, else decays (firmware)",
-             "REFERENCES.md 1.1 and 1.6", "on_cnp|periodic"},
+             "docs/references.md §1.1 and 1.6", "on_cnp|periodic"},
             [](ParamReader& r, DcqcnConfig& c) {
               if (r.has("alpha_update")) c.alpha_periodic = r.choice("alpha_update") == "periodic";
             }),

@@ -3,7 +3,7 @@
 //
 // Model: Zhu, Ghobadi, Misra, Padhye, "ECN or Delay: Lessons Learnt from Analysis of DCQCN
 // and TIMELY", CoNEXT 2016: the DCQCN fluid model and the fixed-point theorem of its
-// stability analysis (REFERENCES.md sections 1.4-1.5). At the fixed point every flow sends
+// stability analysis (docs/references.md sections 1.4-1.5). At the fixed point every flow sends
 // at R_C* = C/N, and the marking probability p* is the root of
 //     a^2 alpha* / ((b + d)(c + e)) = tau^2 R_AI R_C*
 // with a = 1-(1-p)^(tau R_C*), alpha* = 1-(1-p)^(tau' R_C*), b = p/((1-p)^-B - 1),

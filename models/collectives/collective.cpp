@@ -29,7 +29,7 @@ const GpuParams kGpuParams{
              "NVLink/NVSwitch data bandwidth of one GPU, each direction, after NVLink protocol "
              "overhead; all its channels share it",
              "H100 NVLink4: 450 GB/s line rate per direction, about 370 GB/s effective after ~20% "
-             "protocol overhead (REFERENCES 4.4, nccl-tests#212, nccl#1442)"},
+             "protocol overhead (docs/references.md §4.4, nccl-tests#212, nccl#1442)"},
             positive_rate(&GpuConfig::nvlink_rate, "nvlink_rate")),
         GpuParams::custom(
             {"pcie_rate", ParamType::Rate, "\"460Gbps\"",
@@ -54,7 +54,7 @@ const GpuParams kGpuParams{
             &GpuConfig::bounce_latency,
             {"bounce_latency", ParamType::Time, "\"5us\"",
              "extra latency per message when gpudirect is off (staging copy through host memory)",
-             "REFERENCES 6: the host-memory bounce adds 5-10 us per message"}),
+             "docs/references.md §6: the host-memory bounce adds 5-10 us per message"}),
         GpuParams::custom(
             {"channel_rate", ParamType::Rate, "\"320Gbps\"",
              "data one channel (one thread block) reduces or copies per second; a slice's GPU work "

@@ -1,6 +1,6 @@
 // NCCL's collective algorithms as work plans: for every rank and channel, the slices it
 // receives, reduces or copies, and sends, over which connections, cut the way NCCL's Simple
-// protocol cuts them (buffer, steps, chunks, slices; REFERENCES §3.4-3.5, NCCL 2.30.7 device
+// protocol cuts them (buffer, steps, chunks, slices; docs/references.md §3.4-3.5, NCCL 2.30.7 device
 // code). A plan says what depends on what; the GPU node model decides when it happens.
 #pragma once
 
@@ -16,7 +16,7 @@ namespace fabtwin::nccl {
 
 enum class Op { AllReduce, AllGather, ReduceScatter, Broadcast, Reduce, AllToAll, SendRecv };
 const char* name(Op op);
-// nccl-tests' bus-bandwidth factor: busbw = algbw x factor (REFERENCES §3.2).
+// nccl-tests' bus-bandwidth factor: busbw = algbw x factor (docs/references.md §3.2).
 double bus_factor(Op op, int ranks);
 // Elements nccl-tests reports in its "count" column for a "size" of `bytes`.
 int64_t element_count(Op op, int64_t bytes, int type_bytes, int ranks);

@@ -1,5 +1,5 @@
 // NCCL's tuning model (tree and ring only); see nccl_tuning.h. The tables below carry NCCL's
-// numbers; the code around them is written from REFERENCES.md sections 3.3-3.4.
+// numbers; the code around them is written from docs/references.md sections 3.3-3.4.
 #include "models/collectives/nccl_tuning.h"
 
 #include <algorithm>

@@ -1,6 +1,6 @@
 // NCCL's internal cost model for picking an algorithm, a protocol and a channel count, as in
 // NCCL 2.30.7 src/graph/tuning.cc (ncclTopoTuneModel, ncclTopoGetAlgoTime) and the channel
-// count of enqueue.cc (topoGetAlgoInfo); REFERENCES.md sections 3.3 and 3.4.
+// count of enqueue.cc (topoGetAlgoInfo); docs/references.md sections 3.3 and 3.4.
 //
 // This is NCCL's *prediction*, not a simulation: per (collective, algorithm, protocol) a fixed
 // latency and a bus bandwidth derived from the topology search (bwIntra/bwInter per channel,
