@@ -107,11 +107,13 @@ class ScriptedPeer final : public NetworkNode {
   ComponentId nic_;
 };
 
+// The nic section's declared defaults; no lossless priority and every DSCP on priority 0
+// unless a test says otherwise.
 NicConfig base_config() {
-  NicConfig c;
-  c.mtu = Bytes{4096};
+  NicConfig c = HostNic::read_config({});
   c.ack_timeout = microseconds(1000);
   c.pfc = true;
+  c.pause_quanta = 65535;
   return c;
 }
 

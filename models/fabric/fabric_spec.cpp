@@ -126,6 +126,30 @@ int64_t port_frame(const Topology& topology, const NicConfig& nic) {
   return frame;
 }
 
+// Every switch must have buffer left for the shared pool after what it sets aside (reserves and
+// the headroom of each lossless group, which depends on each port's link).
+void check_buffer_set_aside(const Topology& topology, const SwitchConfig& config) {
+  std::vector<std::vector<int64_t>> headroom(topology.nodes.size());
+  for (size_t n = 0; n < topology.nodes.size(); ++n) headroom[n].resize(topology.nodes[n].ports);
+  for (const Link& link : topology.links) {
+    const int64_t bytes = config.port_headroom(link.rate, link.delay);
+    headroom[link.a][link.a_port] = bytes;
+    headroom[link.b][link.b_port] = bytes;
+  }
+  for (size_t n = 0; n < topology.nodes.size(); ++n) {
+    if (topology.nodes[n].kind != NodeKind::Switch) continue;
+    const int64_t set_aside = SharedBuffer::set_aside(config.mmu, headroom[n]);
+    if (set_aside >= config.mmu.buffer) {
+      throw ScenarioError("fabric.switch.buffer",
+                          "expected more than the " + format_bytes(Bytes{set_aside}) + " that " +
+                              topology.nodes[n].name + " sets aside (reserve x 8 groups x " +
+                              std::to_string(headroom[n].size()) +
+                              " ports, plus headroom per lossless group), found " +
+                              format_bytes(Bytes{config.mmu.buffer}));
+    }
+  }
+}
+
 // fabric.ecn.{kmin,kmax,pmax} mark at the ports of speeds that fabric.ecn.by_rate does not
 // list; written while by_rate lists every switch port's speed, they would do nothing.
 void check_ecn_not_shadowed(const nlohmann::json& root, const Topology& topology) {
@@ -231,6 +255,7 @@ FabricSpec FabricSpec::resolve(const ScenarioDocument& doc) {
   NicConfig& nic = spec.nic;
   nic = HostNic::read_config(root);
   spec.switches = read_switch_config(root, port_frame(spec.topology, nic));
+  check_buffer_set_aside(spec.topology, spec.switches);
   check_ecn_not_shadowed(root, spec.topology);
   spec.switches.queue_sample_interval = spec.output.queue_sample_interval;
   nic.dscp_to_priority = spec.switches.dscp_to_priority;

@@ -37,8 +37,10 @@ class SharedBuffer {
   // `headroom[port]` is the headroom of each lossless priority group of that ingress port.
   SharedBuffer(const MmuConfig& config, std::vector<int64_t> headroom);
 
-  // Bytes set aside before the shared pool: every group's reserve and every lossless group's
-  // headroom. A buffer smaller than this cannot work.
+  // Bytes a switch of `config` with ports of `headroom` sets aside before the shared pool: every
+  // group's reserve and every lossless group's headroom. A buffer smaller than this cannot work.
+  static int64_t set_aside(const MmuConfig& config, const std::vector<int64_t>& headroom);
+
   int64_t set_aside() const { return set_aside_; }
 
   // Accounts a frame arriving on (in_port, pg) for egress queue (out_port, queue).

@@ -15,25 +15,15 @@ Switch::Switch(std::string name, PacketPool& pool, ForwardingTable forwarding, i
 }
 
 void Switch::begin() {
-  std::vector<int64_t> headroom(ports_.size(), config_.headroom);
+  std::vector<int64_t> headroom(ports_.size());
   for (size_t i = 0; i < ports_.size(); ++i) {
     EgressPort& port = ports_[i];
-    if (config_.auto_headroom) {
-      headroom[i] = pfc::mlx5_headroom(port.rate, port.delay, config_.headroom_mtu);
-    }
+    headroom[i] = config_.port_headroom(port.rate, port.delay);
     port.scheduler = &config_.scheduler;
     port.ecn = config_.ecn;
     port.red = config_.red_for(port.rate);
   }
   buffer_ = std::make_unique<SharedBuffer>(config_.mmu, std::move(headroom));
-  if (buffer_->set_aside() >= config_.mmu.buffer) {
-    throw ScenarioError("fabric.switch.buffer",
-                        "expected more than the " + format_bytes(Bytes{buffer_->set_aside()}) +
-                            " that " + name() + " sets aside (reserve x 8 groups x " +
-                            std::to_string(ports_.size()) +
-                            " ports, plus headroom per lossless group), found " +
-                            format_bytes(Bytes{config_.mmu.buffer}));
-  }
   for (uint32_t i = 0; i < ports_.size(); ++i) {
     pause_senders_.emplace_back(config_.pause_quanta, refresh_interval(i));
   }

@@ -339,6 +339,10 @@ const std::vector<const ParamGroup*>& switch_param_groups() {
   return groups;
 }
 
+int64_t SwitchConfig::port_headroom(BitsPerSec rate, Time delay) const {
+  return auto_headroom ? pfc::mlx5_headroom(rate, delay, headroom_mtu) : headroom;
+}
+
 SwitchConfig read_switch_config(const nlohmann::json& scenario, int64_t mtu_frame) {
   const nlohmann::json& fabric = sub(scenario, "fabric");
   SwitchConfig c{};

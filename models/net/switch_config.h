@@ -36,6 +36,9 @@ struct SwitchConfig {
 
   Time queue_sample_interval;  // output.queue_sample_interval; 0 = no queue-depth samples
 
+  // The PFC headroom of each lossless group of an ingress port on a link of `rate` and `delay`.
+  int64_t port_headroom(BitsPerSec rate, Time delay) const;
+
   RedMarking red_for(BitsPerSec rate) const {
     const auto it = red_by_rate.find(rate.bps);
     return it == red_by_rate.end() ? red : it->second;

@@ -10,67 +10,76 @@ namespace fabtwin {
 using namespace nic_handler;
 
 namespace {
-const ParamGroup kNicParams{
+using NicParams = BoundParams<NicConfig>;
+
+const NicParams kNicParams{
     "nic",
     "nic",
     "Host NIC and RC queue pairs",
     {
-        {"mtu", ParamType::Bytes, "\"4096B\"",
-         "payload bytes per packet (RoCE path MTU: 256B, 512B, 1024B, 2048B or 4096B on real "
-         "NICs; any size is accepted for what-if studies)",
-         "IB/RoCE active MTU 4096 with jumbo Ethernet frames"},
-        {"ack_every", ParamType::Integer, "1",
-         "the responder acknowledges every n-th in-order packet (and always the last one)",
-         "fabtwin; one ACK per packet as in the HPCC ns-3 model", "1..65536"},
-        {"rx_drain_rate", ParamType::Text, "\"line\"",
-         "rate at which the receiver takes packets off the wire into host memory; below the link "
-         "rate (a PCIe or memory bottleneck) arrivals wait in the receive buffer and the NIC "
-         "sends PFC pause for lossless priorities; \"line\" = never a bottleneck",
-         "fabtwin; ConnectX NICs send PFC when their receive buffer fills"},
-        {"rx_xoff", ParamType::Bytes, "\"64KB\"",
-         "receive-buffer occupancy at which the NIC pauses the lossless priority upstream",
-         "fabtwin"},
-        {"rx_xon", ParamType::Bytes, "\"32KB\"",
-         "receive-buffer occupancy at which the NIC resumes it (XON)", "fabtwin"},
-        {"cc", ParamType::List, "{}", "congestion control; see nic.cc (fabtwin describe cc)",
-         "fabtwin"},
-        {"ack_timeout", ParamType::Time, "\"67.108864ms\"",
-         "requester retransmits go-back-N from the oldest unacknowledged packet after this long "
-         "without progress",
-         "InfiniBand local ACK timeout 4.096us x 2^14 (perftest's default exponent 14)"},
+        NicParams::custom(
+            {"mtu", ParamType::Bytes, "\"4096B\"",
+             "payload bytes per packet (RoCE path MTU: 256B, 512B, 1024B, 2048B or 4096B on real "
+             "NICs; any size is accepted for what-if studies)",
+             "IB/RoCE active MTU 4096 with jumbo Ethernet frames"},
+            [](ParamReader& r, NicConfig& c) {
+              c.mtu = r.bytes("mtu");
+              if (c.mtu.count < 1 || c.mtu.count > 9000) {
+                throw ScenarioError(r.path_of("mtu"), "expected a payload of 1B to 9000B, found " +
+                                                          format_bytes(c.mtu));
+              }
+            }),
+        NicParams::field(&NicConfig::ack_every,
+                         {"ack_every", ParamType::Integer, "1",
+                          "the responder acknowledges every n-th in-order packet (and always the "
+                          "last one)",
+                          "fabtwin; one ACK per packet as in the HPCC ns-3 model", "1..65536"}),
+        NicParams::custom(
+            {"rx_drain_rate", ParamType::Text, "\"line\"",
+             "rate at which the receiver takes packets off the wire into host memory; below the "
+             "link rate (a PCIe or memory bottleneck) arrivals wait in the receive buffer and the "
+             "NIC sends PFC pause for lossless priorities; \"line\" = never a bottleneck",
+             "fabtwin; ConnectX NICs send PFC when their receive buffer fills"},
+            [](ParamReader& r, NicConfig& c) {
+              c.rx_drain_rate = r.rate_or("rx_drain_rate", "line").value_or(BitsPerSec{});
+            }),
+        NicParams::field(&NicConfig::rx_xoff,
+                         {"rx_xoff", ParamType::Bytes, "\"64KB\"",
+                          "receive-buffer occupancy at which the NIC pauses the lossless priority "
+                          "upstream",
+                          "fabtwin"}),
+        NicParams::field(&NicConfig::rx_xon,
+                         {"rx_xon", ParamType::Bytes, "\"32KB\"",
+                          "receive-buffer occupancy at which the NIC resumes it (XON)", "fabtwin"}),
+        NicParams::custom({"cc", ParamType::List, "{}",
+                           "congestion control; see nic.cc (fabtwin describe cc)", "fabtwin"},
+                          [](ParamReader& r, NicConfig&) { r.raw("cc"); }),  // read_cc_config
+        NicParams::field(&NicConfig::ack_timeout,
+                         {"ack_timeout", ParamType::Time, "\"67.108864ms\"",
+                          "requester retransmits go-back-N from the oldest unacknowledged packet "
+                          "after this long without progress",
+                          "InfiniBand local ACK timeout 4.096us x 2^14 (perftest's default "
+                          "exponent 14)"}),
+    },
+    [](ParamReader& r, const NicConfig& c) {
+      if (c.rx_xon > c.rx_xoff) {
+        throw ScenarioError(r.path_of("rx_xon"), "expected rx_xon <= rx_xoff, found " +
+                                                     format_bytes(Bytes{c.rx_xon}) + " > " +
+                                                     format_bytes(Bytes{c.rx_xoff}));
+      }
+      if (c.ack_timeout.ps <= 0) {
+        throw ScenarioError(r.path_of("ack_timeout"),
+                            "expected a positive time, found " + format_time(c.ack_timeout));
+      }
     }};
 }  // namespace
 
 const ParamGroup& HostNic::params() {
-  return kNicParams;
+  return kNicParams.group();
 }
 
 NicConfig HostNic::read_config(const nlohmann::json& scenario) {
-  const nlohmann::json none;
-  ParamReader r(scenario.contains("nic") ? scenario["nic"] : none, "nic", kNicParams);
-  NicConfig c;
-  c.mtu = r.bytes("mtu");
-  if (c.mtu.count < 1 || c.mtu.count > 9000) {
-    throw ScenarioError(r.path_of("mtu"),
-                        "expected a payload of 1B to 9000B, found " + format_bytes(c.mtu));
-  }
-  c.ack_every = static_cast<int>(r.integer("ack_every"));
-  c.ack_timeout = r.time("ack_timeout");
-  r.raw("cc");  // read by read_cc_config
-  if (const auto drain = r.rate_or("rx_drain_rate", "line")) c.rx_drain_rate = *drain;
-  c.rx_xoff = r.bytes("rx_xoff").count;
-  c.rx_xon = r.bytes("rx_xon").count;
-  if (c.rx_xon > c.rx_xoff) {
-    throw ScenarioError(r.path_of("rx_xon"), "expected rx_xon <= rx_xoff, found " +
-                                                 format_bytes(Bytes{c.rx_xon}) + " > " +
-                                                 format_bytes(Bytes{c.rx_xoff}));
-  }
-  if (c.ack_timeout.ps <= 0) {
-    throw ScenarioError(r.path_of("ack_timeout"),
-                        "expected a positive time, found " + format_time(c.ack_timeout));
-  }
-  r.finish();
-  return c;
+  return kNicParams.read(scenario.contains("nic") ? scenario["nic"] : nlohmann::json());
 }
 
 HostNic::HostNic(std::string name, PacketPool& pool, int host, const NicConfig& config)

@@ -17,25 +17,28 @@
 
 namespace fabtwin {
 
+// The NIC's own parameters (kNicParams in host_nic.cpp declares their defaults) and the
+// settings it takes from other sections when the scenario is resolved (FabricSpec).
 struct NicConfig {
-  Bytes mtu{4096};     // payload bytes per packet (RoCE path MTU)
-  int ack_every = 1;   // responder ACKs every n-th in-order packet and the last one
-  Time ack_timeout{};  // requester retransmits from the first unacknowledged PSN
-  std::array<uint8_t, 64> dscp_to_priority{};  // the fabric's QoS map (trust DSCP)
+  Bytes mtu;         // nic.mtu: payload bytes per packet (RoCE path MTU)
+  int ack_every;     // nic.ack_every: responder ACKs every n-th in-order packet and the last one
+  Time ack_timeout;  // nic.ack_timeout: requester retransmits from the first unacknowledged PSN
   // Receive side: a NIC that drains slower than its link (a PCIe or host bottleneck) buffers
   // arrivals and pauses the link while the buffer is above rx_xoff, until it is below rx_xon.
-  BitsPerSec rx_drain_rate{};  // 0: drains at line rate, never pauses
-  int64_t rx_xoff = 0;
-  int64_t rx_xon = 0;
-  int pause_quanta = 65535;        // fabric.pfc.pause_quanta
-  bool pfc = true;                 // fabric.pfc.enabled
-  std::array<bool, 8> lossless{};  // fabric.pfc.lossless_priorities
-  CcConfig cc;                     // nic.cc
-  Time rate_sample_interval{};     // output.rate_sample_interval (0: no rate traces)
+  BitsPerSec rx_drain_rate;  // nic.rx_drain_rate; 0: drains at line rate, never pauses
+  int64_t rx_xoff;
+  int64_t rx_xon;
+  // From other sections.
+  std::array<uint8_t, 64> dscp_to_priority;  // fabric.qos: the fabric's QoS map (trust DSCP)
+  int pause_quanta;                          // fabric.pfc.pause_quanta
+  bool pfc;                                  // fabric.pfc.enabled
+  std::array<bool, 8> lossless;              // fabric.pfc.lossless_priorities
+  CcConfig cc;                               // nic.cc
+  Time rate_sample_interval;                 // output.rate_sample_interval (0: no rate traces)
   // Host side of the NIC (set for GPU nodes): DMA reads of payload over PCIe pace transmission
   // when slower than the link; notifications reach the GPU node `host_latency` after the event.
-  BitsPerSec tx_dma_rate{};  // 0: not a bottleneck
-  Time host_latency{};
+  BitsPerSec tx_dma_rate;  // 0: not a bottleneck
+  Time host_latency;
 };
 
 // The data of a kNicPostMessage event (handlers.h): post `bytes` on connection QP `qp`.
@@ -79,6 +82,7 @@ class HostNic final : public NetworkNode {
   void discard_background_after(unsigned __int128 stop) override;
 
   static const ParamGroup& params();
+  // The `nic` section's own parameters; the settings from other sections are left zero.
   static NicConfig read_config(const nlohmann::json& scenario);
 
  protected:
