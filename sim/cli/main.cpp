@@ -29,8 +29,8 @@ constexpr const char* kUsage =
     "\n"
     "commands:\n"
     "  run SCENARIO [--set path=value]... [--out FILE.h5] [--json FILE] [--trace FILE]\n"
-    "      [--threads N]   simulate a scenario and print a summary; --trace writes the NCCL\n"
-    "                      collectives' timeline for ui.perfetto.dev (Chrome trace JSON)\n"
+    "      [--threads N]   simulate a scenario and print a summary; --trace writes its\n"
+    "                      timeline (collectives, pauses, queues) for ui.perfetto.dev\n"
     "  describe [MODEL]    list parameters: meaning, unit, default, source\n"
     "  describe --markdown | --json-schema\n"
     "                      the same as docs/model-reference.md or a JSON Schema for editors\n"
@@ -71,7 +71,7 @@ int command_run(const std::vector<std::string>& args, Transport* transport) {
       "out", po::value(&out), "write an HDF5 result file")("json", po::value(&json),
                                                            "write the summary numbers as JSON")(
       "trace", po::value(&trace),
-      "write the collectives' steps and transfers as a Chrome/Perfetto trace (JSON)")(
+      "write the timeline (collectives, PFC pauses, queue depths) as a Chrome/Perfetto trace")(
       "threads", po::value(&threads), "threads to simulate on (default: run.threads; 0 = all)")(
       "scenario", po::value<std::string>(), "scenario file");
   po::positional_options_description pos;

@@ -109,6 +109,60 @@ int64_t gpu_of(const RunResult& r, uint32_t row, uint32_t rank) {
   return rank < gpus.size() ? gpus[rank] : -1;
 }
 
+// The network: one process per node (switch or NIC) that has something to show, a thread per
+// (port, priority) with its PFC pause intervals, and a counter track per port with its queue
+// depth samples.
+void add_network(const RunResult& r, std::vector<TraceEvent>& events) {
+  std::map<std::string, int> pid_of_node;  // numbered in the order of /ports
+  std::vector<int> pid_of_port(r.ports.size());
+  for (size_t i = 0; i < r.ports.size(); ++i) {
+    const auto [it, added] = pid_of_node.try_emplace(
+        r.ports[i].node, trace_network_pid(static_cast<uint32_t>(pid_of_node.size())));
+    pid_of_port[i] = it->second;
+  }
+  std::set<int> shown;
+  auto show_node = [&](size_t port) {
+    const int pid = pid_of_port[port];
+    if (shown.insert(pid).second) {
+      const PortRecord& p = r.ports[port];
+      events.push_back(metadata("process_name", pid, 0,
+                                std::string(p.switch_port ? "switch " : "nic ") + p.node));
+    }
+    return pid;
+  };
+  auto port_text = [&](size_t port) {
+    return "port " + std::to_string(r.ports[port].port) + " → " + r.ports[port].peer;
+  };
+  std::set<std::pair<size_t, int>> pause_threads;
+  for (const PauseRecord& pause : r.pauses) {
+    if (pause.port >= r.ports.size()) continue;
+    const int pid = show_node(pause.port);
+    const int tid = trace_pause_tid(r.ports[pause.port].port, pause.priority);
+    pause_threads.insert({pause.port, pause.priority});
+    events.push_back(complete(pid, tid, "paused p" + std::to_string(pause.priority), pause.start,
+                              pause.end, {{"port", port_text(pause.port)}}));
+  }
+  for (const auto& [port, priority] : pause_threads) {
+    events.push_back(metadata("thread_name", pid_of_port[port],
+                              trace_pause_tid(r.ports[port].port, priority),
+                              port_text(port) + " · priority " + std::to_string(priority)));
+  }
+  for (const QueueDepthSample& q : r.queue_samples) {
+    if (q.port >= r.ports.size()) continue;
+    const int pid = show_node(q.port);
+    events.push_back({pid,
+                      0,
+                      false,
+                      q.time.ps,
+                      {{"name", "queue " + port_text(q.port)},
+                       {"ph", "C"},
+                       {"pid", pid},
+                       {"tid", 0},
+                       {"ts", trace_us(q.time.ps)},
+                       {"args", {{"bytes", q.bytes}}}}});
+  }
+}
+
 }  // namespace
 
 nlohmann::json trace_json(const RunResult& r) {
@@ -228,6 +282,8 @@ nlohmann::json trace_json(const RunResult& r) {
          {"row", t.row},
          {"iteration", t.iteration}}));
   }
+
+  add_network(r, events);
 
   std::stable_sort(events.begin(), events.end(), [](const TraceEvent& a, const TraceEvent& b) {
     return std::make_tuple(a.pid, a.tid, !a.metadata, a.ts_ps) <

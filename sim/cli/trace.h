@@ -1,6 +1,7 @@
-// The collectives' timeline as a Chrome trace-event file (JSON Object Format), for
-// ui.perfetto.dev or chrome://tracing: every step of every rank's channel, every transfer on
-// every connection, and one span per nccl-tests row.
+// A run's timeline as a Chrome trace-event file (JSON Object Format), for ui.perfetto.dev or
+// chrome://tracing: the collectives (every step of every rank's channel, every transfer on every
+// connection, one span per nccl-tests row) and the network (PFC pause intervals per port and
+// priority, queue depth per port).
 #pragma once
 
 #include <filesystem>
@@ -23,11 +24,19 @@ inline int trace_step_tid(uint16_t channel, uint16_t lane) {
   return channel * 2 + lane + 1;
 }
 
+// The network: a process per node, a thread per (port, priority) for its pause intervals.
+inline int trace_network_pid(uint32_t node_ordinal) {
+  return 200000 + static_cast<int>(node_ordinal);
+}
+inline int trace_pause_tid(uint32_t port, uint8_t priority) {
+  return static_cast<int>(port) * 8 + priority + 1;
+}
+
 // {"traceEvents": [...], "displayTimeUnit": "ns"}, events sorted by pid, tid and time, metadata
 // (process and thread names) first. Times are microseconds, the format's unit.
 nlohmann::json trace_json(const RunResult& r);
 
-// Writes trace_json(r) to `file`, atomically. A run without collectives gives a valid, empty
+// Writes trace_json(r) to `file`, atomically. A run with nothing to show gives a valid, empty
 // trace.
 void write_trace(const RunResult& r, const std::filesystem::path& file);
 
