@@ -8,8 +8,8 @@
 #include <set>
 #include <tuple>
 
-#include "models/fabric/fabric.h"
 #include "models/collectives/nccl_plan.h"
+#include "models/fabric/fabric.h"
 #include "test_support.h"
 
 using namespace fabtwin;
@@ -145,11 +145,7 @@ nlohmann::json rail(int nodes, int gpus, const nlohmann::json& generator,
 }
 
 ScenarioDocument document(const nlohmann::json& scenario) {
-  ScenarioDocument doc;
-  doc.root = scenario;
-  doc.file = "inline.json";
-  doc.dir = ".";
-  return doc;
+  return testing::inline_document(scenario);
 }
 
 RunResult run(const nlohmann::json& scenario, int threads = 1) {

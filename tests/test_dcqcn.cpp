@@ -185,11 +185,7 @@ TEST_CASE("the notification point sends at most one CNP per queue pair per inter
       {"nic", {{"cc", {{"algorithm", "dcqcn"}}}}},
       {"traffic", {{{"type", "incast"}, {"receiver", 0}, {"size", "4MB"}}}},
       {"run", {{"end", "1s"}}}};
-  ScenarioDocument doc;
-  doc.root = scenario;
-  doc.file = "inline.json";
-  doc.dir = ".";
-  Fabric fabric(doc);
+  Fabric fabric(testing::inline_document(scenario));
   const RunResult r = fabric.run();
   int64_t cnps = 0;
   for (const FlowRecord& f : r.flows) {

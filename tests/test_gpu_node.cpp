@@ -62,11 +62,7 @@ class ScriptedNic final : public Component {
 };
 
 ScenarioDocument document(const nlohmann::json& scenario) {
-  ScenarioDocument doc;
-  doc.root = scenario;
-  doc.file = "inline.json";
-  doc.dir = ".";
-  return doc;
+  return testing::inline_document(scenario);
 }
 
 Time transfer(int64_t bytes, double bytes_per_second) {

@@ -3,8 +3,8 @@
 // incasts with PFC.
 #include <cmath>
 
-#include "models/net/ecn_marking.h"
 #include "models/fabric/fabric.h"
+#include "models/net/ecn_marking.h"
 #include "models/net/pfc.h"
 #include "models/net/shared_buffer.h"
 #include "sim/rng.h"
@@ -132,11 +132,7 @@ TEST_CASE("RED marks with probability 0 below Kmin, linear to Pmax, 1 at Kmax", 
 
 namespace {
 RunResult run_scenario(const nlohmann::json& scenario) {
-  ScenarioDocument doc;
-  doc.root = scenario;
-  doc.file = "inline.json";
-  doc.dir = ".";
-  Fabric fabric(doc);
+  Fabric fabric(testing::inline_document(scenario));
   return fabric.run();
 }
 

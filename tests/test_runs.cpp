@@ -15,11 +15,8 @@ namespace fs = std::filesystem;
 namespace {
 
 RunResult run_json(const nlohmann::json& scenario, const std::vector<std::string>& sets = {}) {
-  ScenarioDocument doc;
-  doc.root = scenario;
+  ScenarioDocument doc = testing::inline_document(scenario);
   for (const std::string& s : sets) apply_override(doc.root, s);
-  doc.file = "inline.json";
-  doc.dir = ".";
   Fabric fabric(doc);
   return fabric.run();
 }

@@ -1,9 +1,22 @@
-// Lets Catch print fabtwin quantities in failure messages.
+// What the tests share: Catch printing fabtwin quantities in failure messages, and scenarios
+// written inline in a test.
 #pragma once
 
 #include <catch2/catch.hpp>
 
+#include "sim/scenario_file.h"
 #include "sim/units.h"
+
+namespace fabtwin::testing {
+// A scenario given as JSON in a test, as if read from ./inline.json.
+inline ScenarioDocument inline_document(const nlohmann::json& scenario) {
+  ScenarioDocument doc;
+  doc.root = scenario;
+  doc.file = "inline.json";
+  doc.dir = ".";
+  return doc;
+}
+}  // namespace fabtwin::testing
 
 namespace Catch {
 template <>
