@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/compressed_sparse_row_graph.hpp>
 #include <boost/graph/hawick_circuits.hpp>
 #include <boost/graph/strong_components.hpp>
 #include <map>
@@ -186,25 +187,34 @@ void BufferDependencyGraph::walk(int dst, std::span<const int> sources,
   }
 }
 
+// Strongly connected component of every vertex; returns their number. The edges are sorted by
+// source, so the graph is a compressed sparse row graph built without copying lists.
+int BufferDependencyGraph::components(std::vector<int>& component) const {
+  using Csr = boost::compressed_sparse_row_graph<boost::directedS>;
+  std::vector<std::pair<int, int>> pairs;
+  pairs.reserve(edges_.size());
+  for (const DependencyEdge& e : edges_) pairs.push_back({e.from, e.to});
+  const Csr g(boost::edges_are_sorted, pairs.begin(), pairs.end(),
+              static_cast<Csr::vertices_size_type>(vertices()));
+  component.assign(vertices(), 0);
+  return boost::strong_components(
+      g, boost::make_iterator_property_map(component.begin(), boost::get(boost::vertex_index, g)));
+}
+
 bool BufferDependencyGraph::has_cycle() const {
   for (const DependencyEdge& e : edges_) {
     if (e.from == e.to) return true;
   }
-  Digraph g(vertices());
-  for (const DependencyEdge& e : edges_) boost::add_edge(e.from, e.to, g);
-  std::vector<int> component(vertices());
-  const int count = boost::strong_components(g, component.data());
-  return count < vertices();
+  std::vector<int> component;
+  return components(component) < vertices();
 }
 
 CycleSearch BufferDependencyGraph::cycles(size_t report, size_t count_limit) const {
   CycleSearch result;
   // Cycles lie inside strongly connected components: search only there (Hawick and James's
   // search costs time per start vertex, and most vertices are on no cycle).
-  Digraph whole(vertices());
-  for (const DependencyEdge& e : edges_) boost::add_edge(e.from, e.to, whole);
-  std::vector<int> component(vertices());
-  const int count = boost::strong_components(whole, component.data());
+  std::vector<int> component;
+  const int count = components(component);
   std::vector<int> size(count, 0);
   for (const int c : component) ++size[c];
   std::vector<int> compact(vertices(), -1), original;

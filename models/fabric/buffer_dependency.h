@@ -123,6 +123,7 @@ class BufferDependencyGraph {
   template <class OnEdge>
   void walk(int dst, std::span<const int> sources, std::span<const int> priorities,
             OnEdge&& on_edge) const;
+  int components(std::vector<int>& component) const;
   int64_t edge_key(int from, int out_port, int priority) const {
     return (static_cast<int64_t>(from) * max_ports_ + out_port) * kDependencyPriorities + priority;
   }
