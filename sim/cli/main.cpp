@@ -9,6 +9,7 @@
 
 #include "models/fabric/fabric.h"
 #include "sim/cli/bench.h"
+#include "sim/cli/deadlock.h"
 #include "sim/cli/describe.h"
 #include "sim/cli/report.h"
 #include "sim/cli/trace.h"
@@ -39,6 +40,9 @@ constexpr const char* kUsage =
     "                      that file with its generated tables brought up to date\n"
     "  validate [CASE]...  run validation cases against their references\n"
     "  bench [--queue]     standard benchmark (k=8 fat-tree permutation) or event-queue micro\n"
+    "  deadlock SCENARIO [--failures 0|1|2] [--json FILE|-]\n"
+    "                      static analysis: cyclic buffer dependencies PFC can deadlock on,\n"
+    "                      also under every single/double link failure; exit 1 if any\n"
     "\n"
     "options: --help, --version\n";
 
@@ -148,6 +152,7 @@ int main(int argc, char** argv) {
     if (command == "describe") return command_describe(args);
     if (command == "validate") return command_validate(args);
     if (command == "bench") return command_bench(args);
+    if (command == "deadlock") return command_deadlock(args);
     std::cerr << "fabtwin: unknown command \"" << command << "\"\n\n" << kUsage;
     return 2;
   } catch (const ScenarioError& e) {
