@@ -81,7 +81,8 @@ void Simulator::deliver_mail() {
 }
 
 template <bool Alone>
-void Simulator::run_window(Partition& p, Time limit, uint64_t budget) {
+[[gnu::always_inline]] inline void Simulator::run_window(Partition& p, Time limit,
+                                                         uint64_t budget) {
   if (!Alone) p.window_background.clear();
   for (uint64_t done = 0; done < budget && !p.queue.empty(); ++done) {
     // Alone, a partition knows the global state and stops exactly where the work runs out;
