@@ -3,6 +3,7 @@
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -80,14 +81,15 @@ void Simulator::deliver_mail() {
 }
 
 template <bool Alone>
-void Simulator::run_window(Partition& p, Time window_end, Time end, uint64_t budget) {
+[[gnu::always_inline]] inline void Simulator::run_window(Partition& p, Time limit,
+                                                         uint64_t budget) {
   if (!Alone) p.window_background.clear();
   for (uint64_t done = 0; done < budget && !p.queue.empty(); ++done) {
     // Alone, a partition knows the global state and stops exactly where the work runs out;
     // among others it runs to the window's end and the surplus is undone afterwards.
     if (Alone && p.foreground == 0 && p.held == 0) break;
     const Event& top = p.queue.top();
-    if ((!Alone && top.time >= window_end) || top.time > end) break;
+    if (top.time >= limit) break;
     const Event e = p.queue.pop();
     if (e.time < p.now) {
       throw std::logic_error("time went back: event at " + std::to_string(e.time.ps) +
@@ -119,6 +121,9 @@ RunCounters Simulator::run(Time end, const Progress& progress, int threads) {
   const int hardware = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   tbb::task_arena arena(std::clamp(threads, 1, hardware));
   bool stopped_by_work = false;
+  const bool checkpoints = checkpoint_interval_.ps > 0;
+  const int64_t every = checkpoint_interval_.ps;
+  Time next_checkpoint = checkpoints ? checkpoint_interval_ : Time::max();
   for (;;) {
     deliver_mail();
     if (between_windows_) between_windows_();
@@ -141,23 +146,46 @@ RunCounters Simulator::run(Time end, const Progress& progress, int threads) {
       break;
     }
     if (next == Time::max()) break;
+    if (checkpoints && next >= next_checkpoint && next_checkpoint <= end) {
+      // Every event before the checkpoint is done and none after: check at the latest multiple
+      // of the interval the run has reached (the ones it jumped over saw no change).
+      const Time at{std::min(next, end).ps / every * every};
+      next_checkpoint = at.ps > INT64_MAX - every ? Time::max() : at + checkpoint_interval_;
+      std::optional<std::string> reason = check_(at);
+      if (distributed()) {
+        const uint64_t stops = transport_->sum(uint64_t{reason.has_value()});
+        if (stops != 0 && stops != static_cast<uint64_t>(transport_->ranks())) {
+          throw std::logic_error("the ranks disagree whether to stop at the checkpoint at " +
+                                 std::to_string(at.ps) + " ps");
+        }
+      }
+      if (reason) {
+        counters.stop_reason = std::move(*reason);
+        counters.stop_time = at;
+        break;
+      }
+    }
     if (next > end) {
       counters.reached_end = true;
       break;
     }
-    const Time window_end = lookahead_ == Time::max() || next.ps > INT64_MAX - lookahead_.ps
-                                ? Time::max()
-                                : next + lookahead_;
+    Time window_end = lookahead_ == Time::max() || next.ps > INT64_MAX - lookahead_.ps
+                          ? Time::max()
+                          : next + lookahead_;
+    window_end = std::min(window_end, next_checkpoint);
+    // Events before `limit` run: within the window and not after `end`.
+    const Time limit = end == Time::max() ? window_end : std::min(window_end, end + Time{1});
     if (alone) {
-      // One partition: the whole run is one window, taken in chunks to report progress.
+      // One partition: the whole run is one window, taken in chunks to report progress (and
+      // cut at the checkpoints).
       Partition& p = *partitions_[0];
-      if (owns(0)) run_window<true>(p, window_end, end, uint64_t{1} << 18);
+      if (owns(0)) run_window<true>(p, limit, uint64_t{1} << 18);
       if (progress) progress(p.now, p.events);
     } else {
       arena.execute([&] {
         tbb::parallel_for(size_t{0}, partitions_.size(), [&](size_t i) {
           if (owns(static_cast<uint32_t>(i))) {
-            run_window<false>(*partitions_[i], window_end, end, UINT64_MAX);
+            run_window<false>(*partitions_[i], limit, UINT64_MAX);
           }
         });
       });

@@ -7,6 +7,8 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "sim/component.h"
@@ -20,6 +22,9 @@ struct RunCounters {
   Time last_event_time{};    // time of the last processed event
   bool reached_end = false;  // stopped at the end time with foreground work still pending
   uint64_t windows = 0;      // synchronisation windows (0 for a single partition)
+  // Set when a checkpoint's check stopped the run: its reason ("deadlock") and the checkpoint.
+  std::string stop_reason;
+  Time stop_time{};
 };
 
 class Simulator {
@@ -69,10 +74,24 @@ class Simulator {
   // Called between windows, with no partition running (packet pools balance their free lists).
   void set_between_windows(std::function<void()> f) { between_windows_ = std::move(f); }
 
+  // Checkpoints: the run is at exactly simulated time T = k x `interval` (k >= 1) in every
+  // partition, every event before T processed and none at or after it, when `check(T)` runs;
+  // no window (nor a single partition's chunk) crosses a multiple of the interval. A multiple
+  // the run jumps over (no event between it and the next) is checked once, at the latest such
+  // multiple, since nothing changed in between. A reason returned stops the run there
+  // (RunCounters::stop_reason). The checks see the same state for any partition count; under
+  // MPI every rank runs the check (which exchanges what it needs through the Transport) and
+  // all must agree. Without checkpoints (interval 0, the default) the run pays nothing.
+  using Check = std::function<std::optional<std::string>(Time at)>;
+  void set_checkpoints(Time interval, Check check) {
+    checkpoint_interval_ = check ? interval : Time{};
+    check_ = std::move(check);
+  }
+
  private:
-  // Processes `p`'s events due before `window_end` (and not after `end`), at most `budget`.
+  // Processes `p`'s events due before `limit`, at most `budget`.
   template <bool Alone>
-  void run_window(Partition& p, Time window_end, Time end, uint64_t budget);
+  void run_window(Partition& p, Time limit, uint64_t budget);
   void deliver_mail();
 
   uint64_t seed_;
@@ -83,6 +102,8 @@ class Simulator {
   std::function<void()> between_windows_;
   Transport* transport_ = nullptr;
   EventCodec* codec_ = nullptr;
+  Time checkpoint_interval_{};  // 0: no checkpoints
+  Check check_;
 };
 
 inline Time Component::now() const {

@@ -155,6 +155,26 @@ Fabric::Fabric(FabricSpec spec, int threads, Transport* transport)
   for (HostNic* nic : nics_) nic->begin();
   for (Switch* sw : switches_) sw->begin();
   for (GpuNode* node : gpu_nodes_) node->begin();
+  const auto& lossless = spec_.switches.mmu.lossless;
+  if (spec_.deadlock.enabled && spec_.switches.pfc &&
+      std::find(lossless.begin(), lossless.end(), true) != lossless.end()) {
+    // The detector looks at the nodes this process runs; under MPI the check exchanges them.
+    std::vector<const HostNic*> nics(topology.nodes.size(), nullptr);
+    std::vector<const Switch*> switches(topology.nodes.size(), nullptr);
+    for (size_t v = 0; v < topology.nodes.size(); ++v) {
+      if (!sim_->owns(partition_of[v])) continue;
+      if (topology.nodes[v].kind == NodeKind::Host) {
+        nics[v] = nics_[v];
+      } else {
+        switches[v] = switches_[v - static_cast<size_t>(topology.hosts)];
+      }
+    }
+    detector_ = std::make_unique<DeadlockDetector>(spec_.deadlock, run_.stop_on_deadlock, topology,
+                                                   lossless, std::move(nics), std::move(switches),
+                                                   distributed ? transport_ : nullptr);
+    sim_->set_checkpoints(spec_.deadlock.check_interval,
+                          [d = detector_.get()](Time at) { return d->check(at); });
+  }
 }
 
 // The NIC queue pairs of every network connection of the collectives: ib_qps_per_connection
@@ -181,9 +201,10 @@ RunResult Fabric::run(const Simulator::Progress& progress) {
   const auto wall_start = std::chrono::steady_clock::now();
   const RunCounters counters = sim_->run(run_.end, progress, run_.threads);
   const auto wall_end = std::chrono::steady_clock::now();
+  // A run a check stopped is at its checkpoint: pauses still open end there.
+  const Time stopped = counters.stop_reason.empty() ? counters.last_event_time : counters.stop_time;
   for (size_t v = 0; v < spec_.topology.nodes.size(); ++v) {
-    static_cast<NetworkNode&>(sim_->component(static_cast<ComponentId>(v)))
-        .close_pauses(counters.last_event_time);
+    static_cast<NetworkNode&>(sim_->component(static_cast<ComponentId>(v))).close_pauses(stopped);
   }
 
   RunResult r;
@@ -195,6 +216,11 @@ RunResult Fabric::run(const Simulator::Progress& progress) {
   r.end_time = run_.end;
   r.last_event_time = counters.last_event_time;
   r.reached_end = counters.reached_end;
+  r.stop_reason = counters.stop_reason;
+  r.stop_time = counters.stop_time;
+  if (detector_) r.deadlock = detector_->report();
+  r.deadlock.detection_time = spec_.deadlock.detection_time;
+  r.deadlock.check_interval = spec_.deadlock.check_interval;
   r.wall_seconds = std::chrono::duration<double>(wall_end - wall_start).count();
   PacketPool::return_packets(pools_);
   for (const PacketPool& pool : pools_) r.peak_packets_in_pool += pool.capacity();

@@ -46,6 +46,7 @@ class Fabric {
   std::vector<HostNic*> nics_;
   std::vector<Switch*> switches_;
   std::vector<GpuNode*> gpu_nodes_;
+  std::unique_ptr<DeadlockDetector> detector_;  // null when off
 
   void add_connection_qps();
   void collect_collectives(RunResult& r, const GpuNodeRecords& records) const;

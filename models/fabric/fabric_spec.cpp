@@ -30,6 +30,15 @@ const BoundParams<RunConfig> kRunParams{
              "threads (partitions of the fabric) to simulate on; 0 = every hardware thread. "
              "Results are identical for any number (--threads overrides)",
              "fabtwin", "0..1024"}),
+        BoundParams<RunConfig>::custom(
+            {"on_deadlock", ParamType::Choice, "\"stop\"",
+             "what a PFC deadlock found by the detector (fabric.deadlock) does: stop the run "
+             "there (stop reason \"deadlock\"; PFC refreshes would otherwise keep the dead fabric "
+             "going until run.end), or continue to the end",
+             "fabtwin", "stop|continue"},
+            [](ParamReader& r, RunConfig& c) {
+              c.stop_on_deadlock = r.choice("on_deadlock") == "stop";
+            }),
     }};
 
 const BoundParams<OutputConfig> kOutputParams{
@@ -73,7 +82,8 @@ const ParamGroup kFabricParams{"fabric",
                                 {"switch", ParamType::List, "{}", "see fabric.switch", "fabtwin"},
                                 {"pfc", ParamType::List, "{}", "see fabric.pfc", "fabtwin"},
                                 {"ecn", ParamType::List, "{}", "see fabric.ecn", "fabtwin"},
-                                {"qos", ParamType::List, "{}", "see fabric.qos", "fabtwin"}}};
+                                {"qos", ParamType::List, "{}", "see fabric.qos", "fabtwin"},
+                                {"deadlock", ParamType::List, "{}", "fabric.deadlock", "fabtwin"}}};
 
 const ParamGroup kRoutingParams{
     "routing",
@@ -101,7 +111,7 @@ void check_sections(const nlohmann::json& root) {
     throw ScenarioError("description", "expected text, found " + json_text(root["description"]));
   }
   ParamReader fabric(section(root, "fabric"), "fabric", kFabricParams);
-  for (const char* key : {"link", "switch", "pfc", "ecn", "qos"}) fabric.raw(key);
+  for (const char* key : {"link", "switch", "pfc", "ecn", "qos", "deadlock"}) fabric.raw(key);
   fabric.finish();
   ParamReader routing(section(root, "routing"), "routing", kRoutingParams);
   routing.choice("algorithm");
@@ -229,6 +239,7 @@ void resolve_connections(CollectiveSetup& setup, const Topology& topology,
 std::vector<const ParamGroup*> all_param_groups() {
   std::vector<const ParamGroup*> groups{&kTopologyParams, &kLinkParams};
   for (const ParamGroup* g : switch_param_groups()) groups.push_back(g);
+  groups.push_back(&deadlock_params());
   groups.push_back(&HostNic::params());
   for (const ParamGroup* g : cc_param_groups()) groups.push_back(g);
   groups.push_back(&kRoutingParams);
@@ -257,6 +268,7 @@ FabricSpec FabricSpec::resolve(const ScenarioDocument& doc) {
   spec.switches = read_switch_config(root, port_frame(spec.topology, nic));
   check_buffer_set_aside(spec.topology, spec.switches);
   check_ecn_not_shadowed(root, spec.topology);
+  spec.deadlock = read_deadlock_config(root);
   spec.switches.queue_sample_interval = spec.output.queue_sample_interval;
   nic.dscp_to_priority = spec.switches.dscp_to_priority;
   nic.pfc = spec.switches.pfc;

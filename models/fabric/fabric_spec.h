@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "models/collectives/collective.h"
+#include "models/fabric/deadlock_detector.h"
 #include "models/fabric/topology.h"
 #include "models/net/routing.h"
 #include "models/net/switch_config.h"
@@ -22,6 +23,7 @@ struct RunConfig {
   Time end;
   uint64_t seed;
   int threads;  // 0: every hardware thread
+  bool stop_on_deadlock;  // run.on_deadlock: "stop" (true) or "continue"
 };
 
 struct OutputConfig {
@@ -43,6 +45,8 @@ struct FabricSpec {
   SwitchConfig switches;
   // NICs: queue pairs, receive buffer, congestion control, and the fabric's QoS they follow.
   NicConfig nic;
+  // fabric.deadlock: the runtime deadlock detector.
+  DeadlockConfig deadlock;
   std::string congestion_control;  // for the summary: "none" or "dcqcn (paper profile)"
   // Traffic: plain flows (each with the generator that made it) and collectives, with their
   // resolved plans and connections (the NIC queue pairs are added when a Fabric is built).

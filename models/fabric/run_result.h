@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "models/collectives/collective_result.h"
+#include "models/fabric/deadlock_records.h"
 #include "models/net/egress_port.h"
 #include "models/traffic/flow.h"
 #include "sim/record_field.h"
@@ -168,6 +169,8 @@ struct RunResult {
   Time end_time{};  // the configured end
   Time last_event_time{};
   bool reached_end = false;  // stopped at end with work pending
+  std::string stop_reason;   // "deadlock" when the detector stopped the run, else empty
+  Time stop_time{};          // the checkpoint it stopped at
   double wall_seconds = 0;   // wall clock (the only non-deterministic figure)
   int threads = 1;           // engine figures, like wall time: not part of the results
   int partitions = 1;
@@ -189,6 +192,7 @@ struct RunResult {
   std::vector<std::string> gpus;  // "node3/gpu5"
   std::vector<CollectiveRow> collectives;
   std::vector<CollectiveIterationRecord> collective_iterations;  // by (row, iteration, rank)
+  DeadlockReport deadlock;  // what the runtime deadlock detector found
   std::vector<CollectiveStepRecord>
       collective_steps;  // by (row, iteration, rank, channel, lane, start)
   std::vector<CollectiveTransferRecord>

@@ -27,6 +27,12 @@ class PacketFifo {
     return ring_[head_];
   }
 
+  // The i-th entry from the head (read-only; for inspection between events).
+  const QueuedPacket& at(size_t i) const {
+    assert(i < size_);
+    return ring_[(head_ + i) & (ring_.size() - 1)];
+  }
+
   void push(Packet* p, uint16_t ingress = 0) {
     if (size_ == ring_.size()) grow();
     ring_[(head_ + size_) & (ring_.size() - 1)] = {p, p->frame, ingress};

@@ -30,6 +30,8 @@ class RoutingTable {
   explicit RoutingTable(const Topology& topology);
 
   const ForwardingTable& table(int node) const { return tables_[node]; }
+  // Replaces one switch's entries (hand-built routes, e.g. in tests); distances stay shortest.
+  void set_table(int node, ForwardingTable table) { tables_[node] = std::move(table); }
   std::span<const uint16_t> next_hops(int node, int dst_host) const {
     return tables_[node].next_hops(dst_host);
   }

@@ -292,6 +292,13 @@ void HostNic::discard_background_after(unsigned __int128 stop) {
   }
 }
 
+bool HostNic::sends_waiting(int priority) const {
+  for (const uint32_t qp : rotation_) {
+    if (send_qps_[qp].priority == priority) return true;
+  }
+  return false;
+}
+
 void HostNic::on_transmit_done(uint32_t) {
   pump();
 }

@@ -79,6 +79,8 @@ class HostNic final : public NetworkNode {
   // Rate cuts of the connection QPs (flows' cuts are in their records).
   int64_t connection_rate_cuts() const;
   const std::vector<RateSample>& rate_samples() const { return rate_samples_; }
+  // Whether a send queue pair of `priority` has data left to send (for the deadlock detector).
+  bool sends_waiting(int priority) const;
   void discard_background_after(unsigned __int128 stop) override;
 
   static const ParamGroup& params();

@@ -108,6 +108,15 @@ void for_each_collective_table(const RunResult& r, Visit&& visit) {
   visit("collectives/transfers", r.collective_transfers);
 }
 
+// The /deadlock group: what the runtime deadlock detector found (empty tables when nothing).
+template <class Visit>
+void for_each_deadlock_table(const RunResult& r, Visit&& visit) {
+  visit("deadlock/deadlocks", r.deadlock.deadlocks);
+  visit("deadlock/cycles", r.deadlock.cycles);
+  visit("deadlock/flows", r.deadlock.flows);
+  visit("deadlock/storms", r.deadlock.storms);
+}
+
 size_t cell_size(CellType type, int text_length) {
   switch (type) {
     case CellType::UInt8: return 1;
@@ -202,11 +211,19 @@ void write_contents(const RunResult& r, const std::filesystem::path& path) {
   h5.attribute("end_time_ps", r.end_time.ps);
   h5.attribute("last_event_time_ps", r.last_event_time.ps);
   h5.attribute("reached_end", int64_t{r.reached_end ? 1 : 0});
+  h5.attribute("stop_reason", r.stop_reason);
+  h5.attribute("stop_time_ps", r.stop_reason.empty() ? int64_t{-1} : r.stop_time.ps);
   h5.attribute("data_packets_sent", r.data_packets_sent);
   h5.attribute("wall_seconds", r.wall_seconds);
   h5.attribute("congestion_control", r.congestion_control);
   const auto write = [&](const std::string& name, const auto& rows) { write_table(h5, name, rows); };
   for_each_table(r, write);
+  h5.attribute("deadlock_detection_time_ps",
+               r.deadlock.enabled ? r.deadlock.detection_time.ps : int64_t{-1});
+  h5.attribute("deadlock_check_interval_ps",
+               r.deadlock.enabled ? r.deadlock.check_interval.ps : int64_t{-1});
+  h5.group("deadlock");
+  for_each_deadlock_table(r, write);
   if (!r.collectives.empty()) {
     h5.group("collectives");
     for_each_collective_table(r, write);
@@ -234,6 +251,7 @@ std::vector<std::pair<std::string, std::string>> schema_blocks() {
   };
   const RunResult none;
   for_each_table(none, block);
+  for_each_deadlock_table(none, block);
   for_each_collective_table(none, block);
   return blocks;
 }

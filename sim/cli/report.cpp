@@ -101,6 +101,96 @@ std::string bytes_text(int64_t b) {
   return buf;
 }
 
+// The deadlock detector's findings: each deadlock's cycle, then the pause storms.
+void print_deadlocks(const RunResult& r, std::ostream& out) {
+  const DeadlockReport& d = r.deadlock;
+  if (!d.enabled) return;
+  out << "\ndeadlock    ";
+  if (d.deadlocks.empty()) {
+    out << "none found";
+  } else {
+    out << d.deadlocks.size() << (d.deadlocks.size() == 1 ? " deadlock" : " deadlocks");
+  }
+  out << " (a lossless queue paused " << format_time(d.detection_time)
+      << " without sending is stuck; checked every " << format_time(d.check_interval) << ")\n";
+  size_t queue = 0, flow = 0;
+  for (size_t i = 0; i < d.deadlocks.size(); ++i) {
+    const DeadlockRecord& k = d.deadlocks[i];
+    out << "  cycle     " << k.queues << " queues, formed at "
+        << time_text(static_cast<double>(k.formed_at.ps)) << ", found at "
+        << time_text(static_cast<double>(k.detected_at.ps)) << ": " << bytes_text(k.bytes_stranded)
+        << " stranded, " << k.flows << (k.flows == 1 ? " flow" : " flows") << " stuck; "
+        << k.stuck_queues << " stuck queues (" << bytes_text(k.stuck_bytes) << ") wait on it\n";
+    for (; queue < d.cycles.size() && d.cycles[queue].deadlock == i; ++queue) {
+      const DeadlockQueueRecord& q = d.cycles[queue];
+      char line[200];
+      std::snprintf(line, sizeof line,
+                    "  %-12s p%-3u -> %-12s priority %u, stuck since %s, %s in %lld frames\n",
+                    q.node.c_str(), q.port, q.peer.c_str(), q.priority,
+                    time_text(static_cast<double>(q.stuck_since.ps)).c_str(),
+                    bytes_text(q.bytes).c_str(), static_cast<long long>(q.frames));
+      out << line;
+    }
+    std::string flows;
+    size_t shown = 0;
+    for (; flow < d.flows.size() && d.flows[flow].deadlock == i; ++flow) {
+      if (++shown <= 16) flows.append(" ").append(std::to_string(d.flows[flow].flow));
+    }
+    if (shown > 16) flows.append(" ... (").append(std::to_string(shown)).append(" in all)");
+    if (shown > 0) out << "  flows    " << flows << "\n";
+  }
+  if (!d.storms.empty()) {
+    out << "  storms    " << d.storms.size()
+        << " pause storm(s) or tree(s) without a cycle (not a deadlock), by root queue:\n";
+    for (size_t i = 0; i < d.storms.size() && i < 8; ++i) {
+      const StormRecord& s = d.storms[i];
+      char line[220];
+      std::snprintf(line, sizeof line,
+                    "  %-12s p%-3u -> %-12s priority %u, stuck since %s, found %s..%s, "
+                    "%u queues\n",
+                    s.node.c_str(), s.port, s.peer.c_str(), s.priority,
+                    time_text(static_cast<double>(s.stuck_since.ps)).c_str(),
+                    time_text(static_cast<double>(s.first_detected.ps)).c_str(),
+                    time_text(static_cast<double>(s.last_detected.ps)).c_str(), s.max_queues);
+      out << line;
+    }
+    if (d.storms.size() > 8) out << "  ... (" << d.storms.size() << " in all)\n";
+  }
+}
+
+// The detector's findings as JSON: each deadlock with its cycle and flows, and the storms.
+nlohmann::json deadlock_json(const RunResult& r) {
+  const DeadlockReport& d = r.deadlock;
+  nlohmann::json j = {{"enabled", d.enabled},
+                      {"detection_time_ps", d.detection_time.ps},
+                      {"check_interval_ps", d.check_interval.ps},
+                      {"found", !d.deadlocks.empty()}};
+  const auto deadlock_columns = columns_of<DeadlockRecord>();
+  const auto queue_columns = columns_of<DeadlockQueueRecord>();
+  nlohmann::json deadlocks = nlohmann::json::array();
+  for (size_t i = 0; i < d.deadlocks.size(); ++i) {
+    nlohmann::json k = record_json(deadlock_columns, d.deadlocks[i]);
+    k["cycle"] = nlohmann::json::array();
+    for (const DeadlockQueueRecord& q : d.cycles) {
+      if (q.deadlock != i) continue;
+      nlohmann::json row = record_json(queue_columns, q);
+      row.erase("deadlock_index");
+      k["cycle"].push_back(std::move(row));
+    }
+    k["flow_ids"] = nlohmann::json::array();
+    for (const DeadlockFlowRecord& f : d.flows) {
+      if (f.deadlock == i) k["flow_ids"].push_back(f.flow);
+    }
+    deadlocks.push_back(std::move(k));
+  }
+  j["deadlocks"] = std::move(deadlocks);
+  nlohmann::json storms = nlohmann::json::array();
+  const auto storm_columns = columns_of<StormRecord>();
+  for (const StormRecord& s : d.storms) storms.push_back(record_json(storm_columns, s));
+  j["storms"] = std::move(storms);
+  return j;
+}
+
 }  // namespace
 
 void print_summary(const RunResult& r, std::ostream& out) {
@@ -111,9 +201,15 @@ void print_summary(const RunResult& r, std::ostream& out) {
   if (!r.gpus.empty()) out << ", " << r.gpus.size() << (r.gpus.size() == 1 ? " GPU" : " GPUs");
   out << "\n";
   out << "run         seed " << r.seed << ", end " << format_time(r.end_time) << ", last event at "
-      << time_text(static_cast<double>(r.last_event_time.ps))
-      << (r.reached_end ? " (stopped at the end time with traffic pending)" : " (all traffic done)")
-      << "\n";
+      << time_text(static_cast<double>(r.last_event_time.ps));
+  if (!r.stop_reason.empty()) {
+    out << " (stopped at " << time_text(static_cast<double>(r.stop_time.ps))
+        << " with traffic pending: " << r.stop_reason << ")";
+  } else {
+    out << (r.reached_end ? " (stopped at the end time with traffic pending)"
+                          : " (all traffic done)");
+  }
+  out << "\n";
 
   const bool flows_line = f.flows > 0 || r.collectives.empty();
   if (flows_line) {
@@ -183,6 +279,7 @@ void print_summary(const RunResult& r, std::ostream& out) {
     }
   }
 
+  print_deadlocks(r, out);
   if (!r.collectives.empty()) print_collectives(r, out);
 
   char engine[200];
@@ -207,6 +304,8 @@ nlohmann::json json_report(const RunResult& r) {
   j["end_time_ps"] = r.end_time.ps;
   j["last_event_time_ps"] = r.last_event_time.ps;
   j["reached_end"] = r.reached_end;
+  j["stop_reason"] = r.stop_reason;
+  j["stop_time_ps"] = r.stop_reason.empty() ? int64_t{-1} : r.stop_time.ps;
   j["topology"] = {{"type", r.topology}, {"hosts", r.hosts}, {"switches", r.switches}};
   j["flows"] = {{"total", f.flows},
                 {"completed", f.completed},
@@ -262,6 +361,7 @@ nlohmann::json json_report(const RunResult& r) {
     for (const CollectiveRow& c : r.collectives) collectives.push_back(record_json(columns, c));
     j["collectives"] = std::move(collectives);
   }
+  j["deadlock"] = deadlock_json(r);
   j["metrics"] = metrics_json(r);
   return j;
 }
