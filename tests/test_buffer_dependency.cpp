@@ -401,7 +401,7 @@ TEST_CASE(
   })")));
   DeadlockOptions options;
   options.failures = 2;
-  const DeadlockReport report =
+  const StaticDeadlockReport report =
       analyse_deadlocks(spec, shortest_path_routes(spec.topology), options);
   CHECK(report.whole.cycles_found == 0);
   CHECK(report.whole.edges > 0);

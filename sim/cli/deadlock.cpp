@@ -215,7 +215,7 @@ RouteFunction shortest_path_routes(const Topology& topology) {
   };
 }
 
-bool DeadlockReport::cycle_found() const {
+bool StaticDeadlockReport::cycle_found() const {
   if (whole.cycles_found > 0) return true;
   for (const FailureLevel& level : failures) {
     if (level.cases_with_cycles > 0) return true;
@@ -223,10 +223,10 @@ bool DeadlockReport::cycle_found() const {
   return false;
 }
 
-DeadlockReport analyse_deadlocks(const FabricSpec& spec, const RouteFunction& routes,
-                                 const DeadlockOptions& options) {
+StaticDeadlockReport analyse_deadlocks(const FabricSpec& spec, const RouteFunction& routes,
+                                       const DeadlockOptions& options) {
   const Topology& t = spec.topology;
-  DeadlockReport report;
+  StaticDeadlockReport report;
   for (int p = 0; p < kDependencyPriorities; ++p)
     report.lossless[p] = spec.switches.mmu.lossless[p];
   for (size_t i = 0; i < t.links.size(); ++i) {
@@ -271,7 +271,8 @@ DeadlockReport analyse_deadlocks(const FabricSpec& spec, const RouteFunction& ro
   return report;
 }
 
-void print_deadlock_report(const DeadlockReport& r, const FabricSpec& spec, std::ostream& out) {
+void print_deadlock_report(const StaticDeadlockReport& r, const FabricSpec& spec,
+                           std::ostream& out) {
   const Topology& t = spec.topology;
   constexpr size_t kCasesShown = 20;
   std::vector<int> lossless;
@@ -324,7 +325,7 @@ void print_deadlock_report(const DeadlockReport& r, const FabricSpec& spec, std:
       << "\n";
 }
 
-nlohmann::json deadlock_json(const DeadlockReport& r, const FabricSpec& spec) {
+nlohmann::json deadlock_json(const StaticDeadlockReport& r, const FabricSpec& spec) {
   const Topology& t = spec.topology;
   std::vector<int> lossless;
   for (int p = 0; p < kDependencyPriorities; ++p) {
@@ -383,7 +384,7 @@ int command_deadlock(const std::vector<std::string>& args) {
   if (options.failures < 0 || options.failures > 2) throw po::error("--failures must be 0, 1 or 2");
   const FabricSpec spec =
       FabricSpec::resolve(load_scenario(vm["scenario"].as<std::string>(), sets));
-  const DeadlockReport report =
+  const StaticDeadlockReport report =
       analyse_deadlocks(spec, shortest_path_routes(spec.topology), options);
   if (json == "-") {
     std::cout << deadlock_json(report, spec).dump(2) << "\n";

@@ -62,7 +62,7 @@ struct FailureLevel {
   std::vector<FailureCase> listed;  // cases with a cycle or unroutable, in case order
 };
 
-struct DeadlockReport {
+struct StaticDeadlockReport {
   std::array<bool, kDependencyPriorities> lossless{};
   std::vector<int> switch_links;  // indices into topology.links
   std::vector<TrafficPath> traffic;
@@ -72,10 +72,11 @@ struct DeadlockReport {
   bool cycle_found() const;
 };
 
-DeadlockReport analyse_deadlocks(const FabricSpec& spec, const RouteFunction& routes,
-                                 const DeadlockOptions& options);
-void print_deadlock_report(const DeadlockReport& report, const FabricSpec& spec, std::ostream& out);
-nlohmann::json deadlock_json(const DeadlockReport& report, const FabricSpec& spec);
+StaticDeadlockReport analyse_deadlocks(const FabricSpec& spec, const RouteFunction& routes,
+                                       const DeadlockOptions& options);
+void print_deadlock_report(const StaticDeadlockReport& report, const FabricSpec& spec,
+                           std::ostream& out);
+nlohmann::json deadlock_json(const StaticDeadlockReport& report, const FabricSpec& spec);
 
 // The command: exit status 0 no cycle, 1 a cycle (whole or under some failure), 2 bad input.
 int command_deadlock(const std::vector<std::string>& args);
