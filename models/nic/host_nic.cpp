@@ -440,17 +440,12 @@ bool HostNic::send_next_data_packet() {
   return false;
 }
 
-// Transmits frame `p`, or with the PFC watchdog's drop action on its priority discards it as
-// it leaves the queue (the port stays busy for its wire time: the queue drains at line rate).
-void HostNic::send_frame(Packet* p, int frame, int priority) {
+// The PFC watchdog's drop action on the priority of frame `p`: discarded as it leaves the queue
+// (the port stays busy for its wire time: the queue drains at line rate).
+void HostNic::watchdog_drop_frame(Packet* p, int frame, int priority) {
   EgressPort& port = ports_[0];
-  if (port.watchdog_drop >> priority & 1) [[unlikely]] {
-    const Time wire = port.wire_time(frame);
-    port.busy_until = now() + wire;
-    watchdog_discard(port, priority, p, frame);
-    return;
-  }
-  transmit(0, p, frame, priority);
+  port.busy_until = now() + port.wire_time(frame);
+  watchdog_discard(port, priority, p, frame);
 }
 
 // Frames waiting for `priority`: responses queued, or a send QP of that priority with a packet

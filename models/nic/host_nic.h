@@ -100,7 +100,15 @@ class HostNic final : public NetworkNode {
   bool watchdog_backlog(uint32_t port, int priority) const override;
 
  private:
-  void send_frame(Packet* p, int frame, int priority);
+  // Transmits frame `p`, unless the PFC watchdog drops its priority.
+  [[gnu::always_inline]] void send_frame(Packet* p, int frame, int priority) {
+    if (ports_[0].watchdog_drop >> priority & 1) [[unlikely]] {
+      watchdog_drop_frame(p, frame, priority);
+      return;
+    }
+    transmit(0, p, frame, priority);
+  }
+  void watchdog_drop_frame(Packet* p, int frame, int priority);
   void complete(RequesterQp& qp);
   void receive_data(Packet* p);
   void on_cnp(const Packet& p);
