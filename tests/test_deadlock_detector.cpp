@@ -266,7 +266,7 @@ TEST_CASE("run.on_deadlock = continue reports the deadlock and runs to the end",
 }
 
 TEST_CASE("the ring without one of the three flows does not deadlock", "[deadlock]") {
-  // docs/references.md §2.6: a cyclic buffer dependency is necessary, not sufficient. Without
+  // docs/references.md §2.5: a cyclic buffer dependency is necessary, not sufficient. Without
   // host 0's flow the link s0 -> s1 carries only host 2's second hop and never pauses.
   Fabric fabric(ring({{1, 0}, {2, 1}}), 1);
   const RunResult r = fabric.run();

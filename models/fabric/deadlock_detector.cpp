@@ -23,7 +23,7 @@ const DeadlockParams kDeadlockParams{
              "detection_time stops the run (run.on_deadlock); stuck queues without a cycle are "
              "reported as a pause storm",
              "fabtwin (docs/deadlock-detection.md); the wait-for cycle test of docs/references.md "
-             "§2.6"}),
+             "§2.5"}),
         DeadlockParams::field(
             &DeadlockConfig::detection_time,
             {"detection_time", ParamType::Time, "\"1ms\"",
@@ -32,7 +32,7 @@ const DeadlockParams kDeadlockParams{
              "fabtwin: far above a normal pause episode (tens of us: a group's headroom and XON "
              "offset draining at its share of a port) and far below the 100 ms-class polls of "
              "switch PFC watchdogs, which a run of a few ms would never reach (docs/references.md "
-             "§2.6)"}),
+             "§2.5)"}),
         DeadlockParams::field(
             &DeadlockConfig::check_interval,
             {"check_interval", ParamType::Time, "\"100us\"",

@@ -274,6 +274,17 @@ FabricSpec FabricSpec::resolve(const ScenarioDocument& doc) {
   nic.pfc = spec.switches.pfc;
   nic.lossless = spec.switches.mmu.lossless;
   nic.pause_quanta = spec.switches.pause_quanta;
+  for (size_t i = 0; i < nic.rx_stall_hosts.size(); ++i) {
+    if (nic.rx_stall_hosts[i] >= spec.topology.hosts) {
+      throw ScenarioError("nic.rx_stall.hosts[" + std::to_string(i) + "]",
+                          "expected a host index below " + std::to_string(spec.topology.hosts) +
+                              ", found " + std::to_string(nic.rx_stall_hosts[i]));
+    }
+  }
+  nic.auto_refresh = spec.switches.auto_refresh;
+  nic.pause_refresh = spec.switches.pause_refresh;
+  nic.watchdog = spec.switches.watchdog;
+  nic.watchdog.enabled = nic.watchdog.enabled && nic.watchdog.nics;
   nic.cc = read_cc_config(root);
   nic.rate_sample_interval = spec.output.rate_sample_interval;
   spec.congestion_control = describe(nic.cc);

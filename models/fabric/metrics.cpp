@@ -522,6 +522,12 @@ std::vector<Metric> build_catalogue() {
                     [](const RunResult& r) { return counter_totals(r).ecn_marks; }));
   c.push_back(total("drops", "packets", "Frames dropped anywhere, any cause.",
                     [](const RunResult& r) { return counter_totals(r).drops; }));
+  c.push_back(total("watchdog_storms", "",
+                    "Pause storms the PFC watchdog declared, over every switch and NIC queue.",
+                    [](const RunResult& r) { return counter_totals(r).watchdog_storms; }));
+  c.push_back(total("watchdog_drops", "packets",
+                    "Frames the PFC watchdog discarded (action drop) during storms.",
+                    [](const RunResult& r) { return counter_totals(r).watchdog_drops; }));
   c.push_back(total("cnps_sent", "CNPs", "CNPs the NICs' notification points sent.",
                     [](const RunResult& r) { return counter_totals(r).cnp_sent; }));
   c.push_back(total("cnps_received", "CNPs", "CNPs that arrived at the NICs.",

@@ -47,6 +47,10 @@ struct EgressPort {
   RedMarking red;
   std::array<PacketFifo, kPriorities> queues;  // enqueue() and dequeue() keep `backlog` right
   uint8_t backlog = 0;                         // bit p: queue p is not empty
+  // PFC watchdog (priority_flow_control.h): bit p: queue p is in a pause storm and ignores
+  // the peer's pause frames; and with the drop action, discards its frames.
+  uint8_t watchdog_storm = 0;
+  uint8_t watchdog_drop = 0;
   std::array<PriorityCounters, kPriorities> counters{};
 
   // PFC state set by the peer's pause frames.

@@ -32,6 +32,7 @@ enum : uint32_t {
   kPauseExpired = 8,  // index = port, data = priority
   kPauseRefresh = 9,  // index = port
   kSample = kBackgroundHandler | 1,
+  kWatchdog = kBackgroundHandler | 2,  // index = port: the PFC watchdog polls its queues
 };
 }  // namespace switch_handler
 
@@ -47,6 +48,7 @@ enum : uint32_t {
   kCcTimer = 13,         // data = requester QP whose congestion control asked for a callback
   kAckTimeout = kBackgroundHandler | 8,  // data = requester QP
   kRateSample = kBackgroundHandler | 9,
+  kWatchdog = kBackgroundHandler | 10,  // the PFC watchdog polls the NIC's send queues
 };
 }  // namespace nic_handler
 
@@ -64,8 +66,12 @@ enum : uint32_t {
 
 // What each component receives.
 namespace handler_sets {
-inline constexpr uint32_t kSwitch[] = {kPacketArrival, kTransmitDone, switch_handler::kPauseExpired,
-                                       switch_handler::kPauseRefresh, switch_handler::kSample};
+inline constexpr uint32_t kSwitch[] = {kPacketArrival,
+                                       kTransmitDone,
+                                       switch_handler::kPauseExpired,
+                                       switch_handler::kPauseRefresh,
+                                       switch_handler::kSample,
+                                       switch_handler::kWatchdog};
 inline constexpr uint32_t kHostNic[] = {kPacketArrival,
                                         kTransmitDone,
                                         nic_handler::kFlowStart,
@@ -76,6 +82,7 @@ inline constexpr uint32_t kHostNic[] = {kPacketArrival,
                                         nic_handler::kCcTimer,
                                         nic_handler::kAckTimeout,
                                         nic_handler::kRateSample,
+                                        nic_handler::kWatchdog,
                                         kNicPostMessage};
 inline constexpr uint32_t kGpuNode[] = {kNicMessageArrived,          kNicMessageAcked,
                                         gpu_node_handler::kUnitDone, gpu_node_handler::kNvArrive,

@@ -3,6 +3,7 @@
 // owns it (forwards it, consumes it and releases it to the pool, or drops it).
 #pragma once
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -96,6 +97,38 @@ class NetworkNode : public Component {
   }
   void receive_pause(uint32_t port, const Packet& f);
   void pause_expired(uint32_t port, int priority);
+  // Defect fix: an XOFF that ran out at the peer while the ingress stays over its threshold
+  // (a refresh interval longer than the pause time) is re-sent at the next arrival instead of
+  // waiting for the refresh timer, so the peer's frames do not overflow the headroom.
+  void lapse_resend(uint32_t port, PauseSender& sender, int priority) {
+    send_pause(port, sender, priority, true);
+  }
+
+  // The PFC watchdog (priority_flow_control.h) of the egress queues of the `lossless`
+  // priorities (bit p), when `config.enabled`; the node's pause_handlers_.watchdog events go
+  // to watchdog_poll(). Off, it costs nothing: no timer runs and no state is read.
+  void set_watchdog(const PfcWatchdogConfig& config, uint8_t lossless);
+  void watchdog_poll(uint32_t port);
+  // Whether queue `priority` of `port` has frames waiting, and discarding them (the drop
+  // action), counting each in watchdog_drops: the owner's queues.
+  virtual bool watchdog_backlog(uint32_t port, int priority) const {
+    return !ports_[port].queues[priority].empty();
+  }
+  virtual void watchdog_flush(uint32_t port_index, int priority) {
+    EgressPort& port = ports_[port_index];
+    while (!port.queues[priority].empty()) {
+      const QueuedPacket q = port.dequeue(priority);
+      watchdog_discard(port, priority, q.packet, q.frame);
+    }
+  }
+  // Counts frame `p` (of `priority`) discarded by the watchdog at `port` and releases it.
+  void watchdog_discard(EgressPort& port, int priority, Packet* p, int frame) {
+    PriorityCounters& c = port.counters[priority];
+    ++c.drops;
+    c.drop_bytes += frame;
+    ++c.watchdog_drops;
+    pool_.release(p);
+  }
 
   // Sends the head of queue `priority` of `port`.
   void transmit_queued(uint32_t port_index, int priority) {
@@ -133,7 +166,17 @@ class NetworkNode : public Component {
  private:
   void send_pause(uint32_t port, PauseSender& sender, int priority, bool xoff);
 
+  void arm_watchdog(uint32_t port);
+
   PauseHandlers pause_handlers_;
+  PfcWatchdogConfig watchdog_{};
+  uint8_t watchdog_lossless_ = 0;
+  // Per port: whether its poll timer runs, and when an XOFF last arrived for each priority.
+  struct WatchdogPort {
+    bool polling = false;
+    std::array<Time, kPriorities> last_xoff{};
+  };
+  std::vector<WatchdogPort> watchdog_ports_;
 };
 
 }  // namespace fabtwin

@@ -19,7 +19,7 @@ namespace fabtwin {
     "Ethernet frame bytes transmitted (headers + payload + FCS).")                              \
   X(int64_t, drops, "drops", Sum, "packets",                                                    \
     "Frames dropped at this port, any cause, counted where the cause lies: "                    \
-    "`drops_egress + drops_headroom`.")                                                         \
+    "`drops_egress + drops_headroom + watchdog_drops`.")                                        \
   X(int64_t, drop_bytes, "drop_bytes", Sum, "B", "Frame bytes of those drops.")                 \
   X(int64_t, drops_egress, "drops_egress", Sum, "packets",                                      \
     "Lossy frames headed out of this port and dropped because their queue was at its dynamic "  \
@@ -51,7 +51,13 @@ namespace fabtwin {
     "priority: `nic.cc.cnp_dscp` through the DSCP map, 6 by default).")                         \
   X(int64_t, cnp_received, "cnp_received", Sum, "CNPs",                                         \
     "Host NIC ports only: CNPs that arrived at this NIC for its send queue pairs, on the "      \
-    "priority they were sent with.")
+    "priority they were sent with.")                                                            \
+  X(int64_t, watchdog_storms, "watchdog_storms", Sum, "",                                       \
+    "Times the PFC watchdog declared this egress queue stuck in a pause storm (paused "         \
+    "continuously for fabric.pfc.watchdog.detection_time with frames waiting).")                \
+  X(int64_t, watchdog_drops, "watchdog_drops", Sum, "packets",                                  \
+    "Frames the PFC watchdog discarded at this egress queue during storms (action drop): "      \
+    "those queued when the storm was declared and every later one until restoration.")
 
 struct PriorityCounters {
 #define FABTWIN_COUNTER_MEMBER(type, member, name, merge, unit, meaning) type member{};

@@ -8,7 +8,7 @@ using namespace switch_handler;
 
 Switch::Switch(std::string name, PacketPool& pool, ForwardingTable forwarding, int node,
                const SwitchConfig& config)
-    : NetworkNode(std::move(name), pool, {kPauseExpired, kPauseRefresh}),
+    : NetworkNode(std::move(name), pool, {kPauseExpired, kPauseRefresh, kWatchdog}),
       forwarding_(std::move(forwarding)),
       config_(config) {
   ecmp_salt_ = static_cast<uint32_t>(mix64(static_cast<uint64_t>(node), 0xEC3B));
@@ -25,8 +25,14 @@ void Switch::begin() {
   }
   buffer_ = std::make_unique<SharedBuffer>(config_.mmu, std::move(headroom));
   for (uint32_t i = 0; i < ports_.size(); ++i) {
-    pause_senders_.emplace_back(config_.pause_quanta, refresh_interval(i));
+    pause_senders_.emplace_back(config_.pause_quanta, refresh_interval(i),
+                                pfc::pause_duration(config_.pause_quanta, ports_[i].rate));
   }
+  uint8_t lossless = 0;
+  for (int p = 0; p < kPriorities; ++p) {
+    if (config_.mmu.lossless[p]) lossless |= static_cast<uint8_t>(1u << p);
+  }
+  set_watchdog(config_.watchdog, lossless);
   if (config_.queue_sample_interval.ps > 0) {
     schedule_self(now() + config_.queue_sample_interval, kSample, 0);
   }
@@ -52,6 +58,10 @@ void Switch::on_arrival(uint32_t in_port, Packet* p) {
   const uint32_t out =
       hops.size() == 1 ? hops[0] : hops[ecmp_pick(p->ecmp_hash, ecmp_salt_, hops.size())];
   EgressPort& port = ports_[out];
+  if (port.watchdog_drop >> prio & 1) [[unlikely]] {  // the PFC watchdog drops this queue
+    watchdog_discard(port, prio, p, p->frame);
+    return;
+  }
   const Admission verdict =
       buffer_->admit(static_cast<int>(in_port), prio, static_cast<int>(out), prio, p->frame);
   if (verdict != Admission::Admitted) {
@@ -63,9 +73,16 @@ void Switch::on_arrival(uint32_t in_port, Packet* p) {
     pool_.release(p);
     return;
   }
-  if (config_.mmu.lossless[prio] && !pause_senders_[in_port].pausing(prio) &&
-      buffer_->should_pause(static_cast<int>(in_port), prio)) {
-    pause_upstream(in_port, pause_senders_[in_port], prio);
+  if (config_.mmu.lossless[prio]) {
+    PauseSender& sender = pause_senders_[in_port];
+    if (!sender.pausing(prio)) {
+      if (buffer_->should_pause(static_cast<int>(in_port), prio)) {
+        pause_upstream(in_port, sender, prio);
+      }
+    } else if (sender.lapsed(prio, now()) &&
+               buffer_->should_pause(static_cast<int>(in_port), prio)) {
+      lapse_resend(in_port, sender, prio);  // the last XOFF ran out: the peer sends again
+    }
   }
   if (config_.mark_at_enqueue) maybe_mark(port, prio, p, port.queues[prio].bytes());
   port.enqueue(p, static_cast<uint16_t>(in_port));
@@ -118,6 +135,20 @@ void Switch::discard_background_after(unsigned __int128 stop) {
   }
 }
 
+// The drop action: the frames queued are discarded (their buffer freed, which may resume the
+// ingress groups they held).
+void Switch::watchdog_flush(uint32_t port_index, int prio) {
+  EgressPort& port = ports_[port_index];
+  while (!port.queues[prio].empty()) {
+    const QueuedPacket q = port.dequeue(prio);
+    buffer_->release(q.ingress, prio, static_cast<int>(port_index), prio, q.frame);
+    watchdog_discard(port, prio, q.packet, q.frame);
+    if (pause_senders_[q.ingress].pausing(prio) && buffer_->should_resume(q.ingress, prio)) {
+      resume_upstream(q.ingress, pause_senders_[q.ingress], prio);
+    }
+  }
+}
+
 Time Switch::refresh_interval(uint32_t port) const {
   if (!config_.auto_refresh) return config_.pause_refresh;
   return pfc::half_pause_duration(config_.pause_quanta, ports_[port].rate);
@@ -133,6 +164,9 @@ void Switch::on_timer(const Event& e) {
       refresh_pauses(index, pause_senders_[index], [&](int prio) {
         return buffer_->should_resume(static_cast<int>(index), prio);
       });
+      break;
+    case kWatchdog:
+      watchdog_poll(index);
       break;
     case kSample:
       sample_events_.emplace_back(order_of(e), samples_.size(), buffer_samples_.size());

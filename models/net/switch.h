@@ -45,6 +45,7 @@ class Switch final : public NetworkNode {
   void on_arrival(uint32_t port, Packet* p) override;
   void on_transmit_done(uint32_t port) override;
   void on_timer(const Event& e) override;
+  void watchdog_flush(uint32_t port, int priority) override;
 
  private:
   void start_transmission(uint32_t port);

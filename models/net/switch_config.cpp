@@ -1,5 +1,7 @@
 #include "models/net/switch_config.h"
 
+#include <algorithm>
+
 #include "models/net/pfc.h"
 #include "models/net/roce_framing.h"
 
@@ -175,6 +177,75 @@ const SwitchParams kBufferParams{
             }),
     }};
 
+using WatchdogParams = BoundParams<PfcWatchdogConfig>;
+
+// SONiC's `pfcwd start_default` (sonic-utilities pfcwd/main.py) is the source of the timers
+// and the action; docs/references.md (PFC watchdog).
+constexpr int64_t kSonicPollPs = 200'000'000'000;  // 200 ms
+
+const WatchdogParams kWatchdogParams{
+    "fabric.pfc.watchdog",
+    "pfc",
+    "PFC watchdog (pause storm detection and recovery, switches and NICs)",
+    {
+        WatchdogParams::field(
+            &PfcWatchdogConfig::enabled,
+            {"enabled", ParamType::Boolean, "false",
+             "every switch egress queue and NIC send queue of a lossless priority is watched: "
+             "paused continuously for detection_time with frames waiting, it is declared in a "
+             "pause storm and ignores pause until the storm is over",
+             "fabtwin: off, so that a run shows PFC as configured; SONiC turns it on for "
+             "lossless queues (pfcwd start_default)"}),
+        WatchdogParams::field(
+            &PfcWatchdogConfig::detection_time,
+            {"detection_time", ParamType::Time, "\"200ms\"",
+             "how long a lossless queue must stay paused, with frames waiting, to be declared "
+             "in a pause storm (checked at each poll: detected after detection_time to "
+             "detection_time + poll_interval)",
+             "SONiC pfcwd default detection time 200 ms"}),
+        WatchdogParams::field(
+            &PfcWatchdogConfig::restoration_time,
+            {"restoration_time", ParamType::Time, "\"200ms\"",
+             "a queue in a storm returns to normal PFC once no XOFF has arrived for its priority "
+             "for this long (checked at each poll)",
+             "SONiC pfcwd default restoration time 200 ms"}),
+        WatchdogParams::custom(
+            {"poll_interval", ParamType::Text, "\"auto\"",
+             "period of the watchdog's checks, on a global grid of its multiples; auto = 200 ms, "
+             "or the detection or restoration time if shorter",
+             "SONiC pfcwd default polling interval 200 ms; SONiC refuses one longer than a "
+             "detection or restoration time"},
+            [](ParamReader& r, PfcWatchdogConfig& c) {
+              const auto poll = r.time_or("poll_interval", "auto");
+              if (poll && poll->ps <= 0) {
+                throw ScenarioError(r.path_of("poll_interval"),
+                                    "expected a positive time, found " + format_time(*poll));
+              }
+              c.poll_interval = poll ? *poll : Time{};  // auto: set by fabric.pfc
+            }),
+        WatchdogParams::custom(
+            {"action", ParamType::Choice, "\"drop\"",
+             "what a queue in a storm does: drop = discard the frames queued and every new one "
+             "(counted in watchdog_drops); forward = transmit them, ignoring pause",
+             "SONiC pfcwd default action drop", "drop|forward"},
+            [](ParamReader& r, PfcWatchdogConfig& c) { c.drop = r.choice("action") == "drop"; }),
+        WatchdogParams::field(
+            &PfcWatchdogConfig::nics,
+            {"nics", ParamType::Boolean, "true",
+             "the host NICs watch their send queues too (paused by their switch); false: "
+             "switches only",
+             "fabtwin; ConnectX NICs have a PFC stall timer of their own (mlx5 "
+             "pfc-prevention-tout)"}),
+    },
+    [](ParamReader& r, const PfcWatchdogConfig& c) {
+      for (const auto& [key, t] : {std::pair{"detection_time", c.detection_time},
+                                   std::pair{"restoration_time", c.restoration_time}}) {
+        if (t.ps <= 0) {
+          throw ScenarioError(r.path_of(key), "expected a positive time, found " + format_time(t));
+        }
+      }
+    }};
+
 const SwitchParams kPfcParams{
     "fabric.pfc",
     "pfc",
@@ -214,6 +285,17 @@ const SwitchParams kPfcParams{
                                      "expected a positive time, found " + format_time(*refresh));
                                }
                              }),
+        SwitchParams::custom(
+            {"watchdog", ParamType::List, "{}",
+             "the PFC watchdog; see fabric.pfc.watchdog (fabtwin describe pfc)", "fabtwin"},
+            [](ParamReader& r, SwitchConfig& c) {
+              PfcWatchdogConfig& w = c.watchdog;
+              w = kWatchdogParams.read(r.raw("watchdog"), r.path_of("watchdog"));
+              if (w.poll_interval.ps == 0) {  // auto: no longer than either time (SONiC's rule)
+                w.poll_interval =
+                    std::min({Time{kSonicPollPs}, w.detection_time, w.restoration_time});
+              }
+            }),
     }};
 
 void check_red(ParamReader& r, const RedMarking& red) {
@@ -333,9 +415,9 @@ const SwitchParams kQosParams{
 }  // namespace
 
 const std::vector<const ParamGroup*>& switch_param_groups() {
-  static const std::vector<const ParamGroup*> groups{&kBufferParams.group(), &kPfcParams.group(),
-                                                     &kEcnParams.group(), &kEcnRateParams.group(),
-                                                     &kQosParams.group()};
+  static const std::vector<const ParamGroup*> groups{&kBufferParams.group(),   &kPfcParams.group(),
+                                                     &kWatchdogParams.group(), &kEcnParams.group(),
+                                                     &kEcnRateParams.group(),  &kQosParams.group()};
   return groups;
 }
 

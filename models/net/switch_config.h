@@ -8,6 +8,7 @@
 
 #include "models/net/ecn_marking.h"
 #include "models/net/egress_port.h"
+#include "models/net/priority_flow_control.h"
 #include "models/net/shared_buffer.h"
 #include "sim/params.h"
 
@@ -25,6 +26,7 @@ struct SwitchConfig {
   int pause_quanta;   // quanta an XOFF frame asks for
   bool auto_refresh;  // refresh an XOFF after half its pause time
   Time pause_refresh;
+  PfcWatchdogConfig watchdog;  // fabric.pfc.watchdog, on switches and NICs
 
   bool ecn;
   bool mark_at_enqueue;

@@ -51,6 +51,53 @@ const NicParams kNicParams{
         NicParams::field(&NicConfig::rx_xon,
                          {"rx_xon", ParamType::Bytes, "\"32KB\"",
                           "receive-buffer occupancy at which the NIC resumes it (XON)", "fabtwin"}),
+        NicParams::custom(
+            {"rx_stall", ParamType::List, "{}",
+             "fault injection: {\"hosts\": [2], \"start\": \"100us\", \"end\": \"2ms\"} "
+             "stalls those hosts' NIC receive pipelines from start to end: arrivals wait in the "
+             "receive buffer and lossless priorities are paused upstream (a PFC storm); after "
+             "end the buffer drains at rx_drain_rate (line rate if \"line\")",
+             "fabtwin; the stalled-receive-pipeline storm of Guo et al., SIGCOMM 2016"},
+            [](ParamReader& r, NicConfig& c) {
+              const nlohmann::json& v = r.raw("rx_stall");
+              if (v.is_null()) return;
+              const std::string path = r.path_of("rx_stall");
+              if (!v.is_object() || !v.contains("hosts") || !v["hosts"].is_array()) {
+                throw ScenarioError(path,
+                                    "expected {\"hosts\": [...], \"start\": TIME, "
+                                    "\"end\": TIME}, found " +
+                                        json_text(v));
+              }
+              for (const auto& [key, value] : v.items()) {
+                if (key != "hosts" && key != "start" && key != "end") {
+                  throw ScenarioError(path + "." + key,
+                                      "expected one of hosts, start, end, found " + key);
+                }
+              }
+              for (size_t i = 0; i < v["hosts"].size(); ++i) {
+                const nlohmann::json& h = v["hosts"][i];
+                if (!h.is_number_integer() || h.get<int64_t>() < 0) {
+                  throw ScenarioError(path + ".hosts[" + std::to_string(i) + "]",
+                                      "expected a host index, found " + json_text(h));
+                }
+                c.rx_stall_hosts.push_back(h.get<int>());
+              }
+              const auto time_at = [&](const char* key, const char* fallback) {
+                const nlohmann::json t = v.contains(key) ? v[key] : nlohmann::json(fallback);
+                try {
+                  if (!t.is_string()) throw UnitError("expected a time like \"100us\"");
+                  return parse_time(t.get<std::string>());
+                } catch (const UnitError& e) {
+                  throw ScenarioError(path + "." + key, e.what());
+                }
+              };
+              c.rx_stall_start = time_at("start", "0us");
+              c.rx_stall_end = v.contains("end") ? time_at("end", "0us") : Time::max();
+              if (c.rx_stall_end <= c.rx_stall_start) {
+                throw ScenarioError(path + ".end", "expected a time after start, found " +
+                                                       format_time(c.rx_stall_end));
+              }
+            }),
         NicParams::custom({"cc", ParamType::List, "{}",
                            "congestion control; see nic.cc (fabtwin describe cc)", "fabtwin"},
                           [](ParamReader& r, NicConfig&) { r.raw("cc"); }),  // read_cc_config
@@ -83,7 +130,7 @@ NicConfig HostNic::read_config(const nlohmann::json& scenario) {
 }
 
 HostNic::HostNic(std::string name, PacketPool& pool, int host, const NicConfig& config)
-    : NetworkNode(std::move(name), pool, {kPauseExpired, kRxPauseRefresh}),
+    : NetworkNode(std::move(name), pool, {kPauseExpired, kRxPauseRefresh, kWatchdog}),
       host_(host),
       config_(config),
       notification_point_(config.cc.dcqcn.min_time_between_cnps, config.cc.dcqcn.cnp_dscp,
@@ -158,10 +205,27 @@ void HostNic::notify_host(uint32_t kind, uint32_t connection, uint64_t sequence)
 }
 
 void HostNic::begin() {
-  // The receive buffer re-sends its XOFFs every half pause time.
-  const Time refresh = pfc::half_pause_duration(config_.pause_quanta, ports_.at(0).rate);
-  rx_buffer_ = ReceiveBuffer(config_.rx_drain_rate, config_.rx_xoff, config_.rx_xon, config_.pfc,
-                             config_.lossless, PauseSender(config_.pause_quanta, refresh));
+  // The receive buffer re-sends its XOFFs every fabric.pfc.refresh_interval, as switches do
+  // (auto, or none given: half the pause time).
+  const BitsPerSec rate = ports_.at(0).rate;
+  const Time refresh = config_.auto_refresh || config_.pause_refresh.ps <= 0
+                           ? pfc::half_pause_duration(config_.pause_quanta, rate)
+                           : config_.pause_refresh;
+  BitsPerSec drain = config_.rx_drain_rate;
+  if (std::find(config_.rx_stall_hosts.begin(), config_.rx_stall_hosts.end(), host_) !=
+      config_.rx_stall_hosts.end()) {
+    rx_stall_start_ = config_.rx_stall_start;
+    rx_stall_end_ = config_.rx_stall_end;
+    if (drain.bps == 0) drain = rate;  // the buffer must hold what the stall keeps
+  }
+  rx_buffer_ = ReceiveBuffer(
+      drain, config_.rx_xoff, config_.rx_xon, config_.pfc, config_.lossless,
+      PauseSender(config_.pause_quanta, refresh, pfc::pause_duration(config_.pause_quanta, rate)));
+  uint8_t lossless = 0;
+  for (int p = 0; p < kPriorities; ++p) {
+    if (config_.pfc && config_.lossless[p]) lossless |= static_cast<uint8_t>(1u << p);
+  }
+  set_watchdog(config_.watchdog, lossless);
   start_order_.resize(send_qps_.size());
   for (uint32_t i = 0; i < send_qps_.size(); ++i) start_order_[i] = i;
   std::erase_if(start_order_, [&](uint32_t qp) { return send_qps_[qp].connection; });
@@ -234,6 +298,10 @@ void HostNic::on_timer(const Event& e) {
                    static_cast<int64_t>(e.data & ((uint64_t{1} << 40) - 1)));
       break;
     case kRxDrained: {
+      if (now() < rx_stall_end_ && now() >= rx_stall_start_) [[unlikely]] {
+        schedule_self(rx_stall_end_, kRxDrained, 0);  // stalled: the head waits
+        break;
+      }
       Packet* p = rx_buffer_.pop();
       const int prio = p->priority;
       receive_data(p);
@@ -268,6 +336,9 @@ void HostNic::on_timer(const Event& e) {
       break;
     case kPauseExpired:
       pause_expired(0, static_cast<int>(e.data));
+      break;
+    case kWatchdog:
+      watchdog_poll(0);
       break;
     default:
       break;
@@ -315,7 +386,8 @@ void HostNic::pump() {
   }
   const int prio = port.select(now());
   if (prio >= 0) {  // responder ACKs/NAKs go ahead of new data
-    transmit_queued(0, prio);
+    const QueuedPacket q = port.dequeue(prio);
+    send_frame(q.packet, q.frame, prio);
   } else if (!send_next_data_packet()) {
     return;
   }
@@ -365,7 +437,7 @@ bool HostNic::send_next_data_packet() {
     } else {
       ++rotation_next_;
     }
-    transmit(0, p, p->frame, p->priority);
+    send_frame(p, p->frame, p->priority);
     return true;
   }
   if (earliest != Time::max() && earliest < wake_at_) {
@@ -375,12 +447,35 @@ bool HostNic::send_next_data_packet() {
   return false;
 }
 
+// The PFC watchdog's drop action on the priority of frame `p`: discarded as it leaves the queue
+// (the port stays busy for its wire time: the queue drains at line rate).
+void HostNic::watchdog_drop_frame(Packet* p, int frame, int priority) {
+  EgressPort& port = ports_[0];
+  port.busy_until = now() + port.wire_time(frame);
+  watchdog_discard(port, priority, p, frame);
+}
+
+// Frames waiting for `priority`: responses queued, or a send QP of that priority with a packet
+// to send. (The drop action discards the queued responses, NetworkNode::watchdog_flush, and the
+// send QPs' packets as they are sent, send_frame.)
+bool HostNic::watchdog_backlog(uint32_t, int priority) const {
+  if (!ports_[0].queues[priority].empty()) return true;
+  for (const uint32_t qp : rotation_) {
+    if (send_qps_[qp].priority == priority) return true;
+  }
+  return false;
+}
+
 void HostNic::on_arrival(uint32_t, Packet* p) {
   if (p->type == PacketType::Data && rx_buffer_.enabled()) {
     // A slow receiver: the packet waits its turn in the receive buffer (released when drained).
     if (rx_buffer_.push(p)) schedule_self(now() + rx_buffer_.head_drain_time(), kRxDrained, 0);
     const int prio = p->priority;
-    if (rx_buffer_.should_pause(prio)) pause_upstream(0, rx_buffer_.pause_sender(), prio);
+    if (rx_buffer_.should_pause(prio)) {
+      pause_upstream(0, rx_buffer_.pause_sender(), prio);
+    } else if (rx_buffer_.lapsed(prio, now())) {
+      lapse_resend(0, rx_buffer_.pause_sender(), prio);  // the last XOFF ran out: re-send it
+    }
     return;
   }
   switch (p->type) {

@@ -28,9 +28,17 @@ struct NicConfig {
   BitsPerSec rx_drain_rate;  // nic.rx_drain_rate; 0: drains at line rate, never pauses
   int64_t rx_xoff;
   int64_t rx_xon;
+  // nic.rx_stall: the receive pipeline of these hosts' NICs takes nothing off the receive
+  // buffer from `start` to `end` (a stalled NIC, the root of a PFC storm); none by default.
+  std::vector<int> rx_stall_hosts;
+  Time rx_stall_start;
+  Time rx_stall_end;
   // From other sections.
   std::array<uint8_t, 64> dscp_to_priority;  // fabric.qos: the fabric's QoS map (trust DSCP)
   int pause_quanta;                          // fabric.pfc.pause_quanta
+  bool auto_refresh;                         // fabric.pfc.refresh_interval = auto
+  Time pause_refresh;                        // fabric.pfc.refresh_interval otherwise
+  PfcWatchdogConfig watchdog;                // fabric.pfc.watchdog
   bool pfc;                                  // fabric.pfc.enabled
   std::array<bool, 8> lossless;              // fabric.pfc.lossless_priorities
   CcConfig cc;                               // nic.cc
@@ -91,8 +99,18 @@ class HostNic final : public NetworkNode {
   void on_arrival(uint32_t port, Packet* p) override;
   void on_transmit_done(uint32_t port) override;
   void on_timer(const Event& e) override;
+  bool watchdog_backlog(uint32_t port, int priority) const override;
 
  private:
+  // Transmits frame `p`, unless the PFC watchdog drops its priority.
+  [[gnu::always_inline]] void send_frame(Packet* p, int frame, int priority) {
+    if (ports_[0].watchdog_drop >> priority & 1) [[unlikely]] {
+      watchdog_drop_frame(p, frame, priority);
+      return;
+    }
+    transmit(0, p, frame, priority);
+  }
+  void watchdog_drop_frame(Packet* p, int frame, int priority);
   void complete(RequesterQp& qp);
   void receive_data(Packet* p);
   void on_cnp(const Packet& p);
@@ -123,6 +141,8 @@ class HostNic final : public NetworkNode {
   size_t rotation_next_ = 0;
   Time wake_at_ = Time::max();  // a pacing wake-up is scheduled for this time
   ReceiveBuffer rx_buffer_;
+  Time rx_stall_start_{};  // this NIC's receive stall (nic.rx_stall), empty if none
+  Time rx_stall_end_{};
   std::vector<RateSample> rate_samples_;
   std::vector<std::pair<unsigned __int128, size_t>> sample_events_;  // for undoing
   int64_t data_packets_sent_ = 0;

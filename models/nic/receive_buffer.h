@@ -35,6 +35,11 @@ class ReceiveBuffer {
     return pfc_ && lossless_[priority] && !pause_sender_.pausing(priority) &&
            fifo_.bytes() >= xoff_;
   }
+  // Pausing, still at rx_xoff or more, and the last XOFF has run out at the peer.
+  bool lapsed(int priority, Time now) const {
+    return pause_sender_.pausing(priority) && fifo_.bytes() >= xoff_ &&
+           pause_sender_.lapsed(priority, now);
+  }
   bool should_resume(int priority) const {
     return pause_sender_.pausing(priority) && fifo_.bytes() <= xon_;
   }

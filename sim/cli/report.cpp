@@ -249,6 +249,10 @@ void print_summary(const RunResult& r, std::ostream& out) {
   out << "  pfc       " << f.pause_sent << " XOFF frames sent (" << f.xoff_transitions
       << " XOFF transitions, " << f.xon_sent << " XON), " << f.pause_received << " XOFF received; "
       << f.ports_paused << " egress ports paused, " << time_text(f.paused_ps) << " in total\n";
+  if (const PriorityCounters t = counter_totals(r); t.watchdog_storms > 0) {
+    out << "  watchdog  " << t.watchdog_storms << " pause storms declared, " << t.watchdog_drops
+        << " frames dropped\n";
+  }
   out << "  ecn       " << f.ecn_marks << " packets marked CE\n";
   out << "  cc        " << r.congestion_control;
   if (r.congestion_control != "none") {
