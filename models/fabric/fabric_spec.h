@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "models/collectives/collective.h"
+#include "models/fabric/link_events.h"
 #include "models/fabric/topology.h"
 #include "models/net/routing.h"
 #include "models/net/switch_config.h"
@@ -36,9 +37,16 @@ struct FabricSpec {
   std::string scenario_file;
   RunConfig run;
   OutputConfig output;
-  // The wiring with tiers and each port's peer, and every switch's forwarding entries.
+  // The wiring with tiers and each port's peer, the routing policy, and every switch's
+  // forwarding entries with every link up.
   Topology topology;
+  RoutingPolicy routing;
   RoutingTable routes;
+  // Link failures and recoveries (`events`), the tables switches install after them (each at
+  // its time, per switch), and the host pairs left without a route in each epoch.
+  std::vector<LinkEvent> events;
+  std::vector<RouteUpdate> route_updates;
+  std::vector<RouteEpoch> route_epochs;
   // Switches: shared buffer, PFC, ECN marking and QoS (DSCP map, lossless priorities).
   SwitchConfig switches;
   // NICs: queue pairs, receive buffer, congestion control, and the fabric's QoS they follow.

@@ -31,6 +31,8 @@ namespace switch_handler {
 enum : uint32_t {
   kPauseExpired = 8,  // index = port, data = priority
   kPauseRefresh = 9,  // index = port
+  kLinkState = 10,    // index = port, data = 1 up / 0 down
+  kRouteUpdate = 11,  // data = index into the switch's own list of route updates
   kSample = kBackgroundHandler | 1,
 };
 }  // namespace switch_handler
@@ -45,6 +47,7 @@ enum : uint32_t {
   kRxDrained = 11,       // the head of the receive buffer has been processed
   kRxPauseRefresh = 12,  // re-send XOFF while the receive buffer stays full
   kCcTimer = 13,         // data = requester QP whose congestion control asked for a callback
+  kLinkState = 14,       // data = 1 up / 0 down (the NIC's one link)
   kAckTimeout = kBackgroundHandler | 8,  // data = requester QP
   kRateSample = kBackgroundHandler | 9,
 };
@@ -64,8 +67,13 @@ enum : uint32_t {
 
 // What each component receives.
 namespace handler_sets {
-inline constexpr uint32_t kSwitch[] = {kPacketArrival, kTransmitDone, switch_handler::kPauseExpired,
-                                       switch_handler::kPauseRefresh, switch_handler::kSample};
+inline constexpr uint32_t kSwitch[] = {kPacketArrival,
+                                       kTransmitDone,
+                                       switch_handler::kPauseExpired,
+                                       switch_handler::kPauseRefresh,
+                                       switch_handler::kLinkState,
+                                       switch_handler::kRouteUpdate,
+                                       switch_handler::kSample};
 inline constexpr uint32_t kHostNic[] = {kPacketArrival,
                                         kTransmitDone,
                                         nic_handler::kFlowStart,
@@ -74,6 +82,7 @@ inline constexpr uint32_t kHostNic[] = {kPacketArrival,
                                         nic_handler::kRxDrained,
                                         nic_handler::kRxPauseRefresh,
                                         nic_handler::kCcTimer,
+                                        nic_handler::kLinkState,
                                         nic_handler::kAckTimeout,
                                         nic_handler::kRateSample,
                                         kNicPostMessage};

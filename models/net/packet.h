@@ -31,9 +31,9 @@ struct Packet {
   uint8_t dscp : 6 = 0;
   bool ece : 1 = false;  // ACK/NAK: data it answers arrived CE-marked (ECN echo)
   Ecn ecn = Ecn::NotEct;
-  uint16_t ingress_port = 0;  // set by a switch on arrival
-  uint16_t home = 0;          // the pool (partition) it belongs to
-  uint32_t message = 0;       // connection QPs: on a message's last packet, 1 + its index on the QP
+  uint8_t ttl = 64;      // IP TTL: the sending NIC sets it, each switch decrements it (drops at 0)
+  uint16_t home = 0;     // the pool (partition) it belongs to
+  uint32_t message = 0;  // connection QPs: on a message's last packet, 1 + its index on the QP
   // Data and CNP: when the NIC put it on the wire. ACK/NAK: the timestamp of the data packet
   // that triggered it, echoed for the requester's RTT sample.
   Time timestamp{};

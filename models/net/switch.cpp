@@ -12,6 +12,18 @@ Switch::Switch(std::string name, PacketPool& pool, ForwardingTable forwarding, i
       forwarding_(std::move(forwarding)),
       config_(config) {
   ecmp_salt_ = static_cast<uint32_t>(mix64(static_cast<uint64_t>(node), 0xEC3B));
+  for (int dscp = 63; dscp >= 0; --dscp) {
+    priority_dscp_[config_.dscp_to_priority[dscp]] = static_cast<uint8_t>(dscp);
+  }
+}
+
+void Switch::add_link_change(Time at, uint32_t port, bool up) {
+  links_change_ = true;
+  link_changes_.emplace_back(at, port, up);
+}
+
+void Switch::add_route_update(Time at, ForwardingTable table) {
+  route_updates_.emplace_back(at, std::move(table));
 }
 
 void Switch::begin() {
@@ -30,6 +42,66 @@ void Switch::begin() {
   if (config_.queue_sample_interval.ps > 0) {
     schedule_self(now() + config_.queue_sample_interval, kSample, 0);
   }
+  if (links_change_) {
+    link_down_.assign(ports_.size(), 0);
+    last_down_.assign(ports_.size(), Time{-1});
+  }
+  for (const auto& [at, port, up] : link_changes_) {
+    schedule_self(at, make_kind(kLinkState, port), up ? 1 : 0);
+  }
+  for (size_t i = 0; i < route_updates_.size(); ++i) {
+    schedule_self(route_updates_[i].first, kRouteUpdate, i);
+  }
+}
+
+void Switch::drop(PriorityCounters& c, int64_t PriorityCounters::*cause, Packet* p) {
+  ++c.drops;
+  c.drop_bytes += p->frame;
+  ++(c.*cause);
+  pool_.release(p);
+}
+
+// A frame that was on the link of `port` when it failed, or arrives while it is down, is lost
+// (counted here, at the receiving end). PFC frames are lost uncounted.
+bool Switch::lost_in_flight(uint32_t port, Packet* p) {
+  const Time sent = now() - ports_[port].delay - ports_[port].wire_time(p->frame);
+  if (!link_down_[port] && last_down_[port] <= sent) return false;
+  if (p->type == PacketType::Pause) {
+    pool_.release(p);
+  } else {
+    drop(ports_[port].counters[p->priority], &PriorityCounters::drops_link_down, p);
+  }
+  return true;
+}
+
+// The link of `port` fails (its queued frames are lost and its PFC state is cleared: the
+// peer's pauses of this egress end, and this port stops pausing the peer) or recovers.
+void Switch::set_link(uint32_t index, bool up) {
+  EgressPort& port = ports_[index];
+  if (up || link_down_[index]) {
+    link_down_[index] = up ? 0 : 1;
+    return;
+  }
+  link_down_[index] = 1;
+  last_down_[index] = now();
+  PauseSender& sender = pause_senders_[index];
+  for (int prio = 0; prio < kPriorities; ++prio) {
+    if (sender.pausing(prio)) sender.stop(prio);
+    port.close_pause(prio, now());
+    port.paused_until[prio] = port.paused_since[prio] = now();
+  }
+  port.pending_pause.clear();
+  for (int prio = 0; prio < kPriorities; ++prio) {
+    while (!port.queues[prio].empty()) {
+      const QueuedPacket q = port.dequeue(prio);
+      buffer_->release(q.ingress, q.ingress_priority, static_cast<int>(index), prio, q.frame);
+      drop(port.counters[prio], &PriorityCounters::drops_link_down, q.packet);
+      if (pause_senders_[q.ingress].pausing(q.ingress_priority) &&
+          buffer_->should_resume(q.ingress, q.ingress_priority)) {
+        resume_upstream(q.ingress, pause_senders_[q.ingress], q.ingress_priority);
+      }
+    }
+  }
 }
 
 int64_t Switch::headroom_overflows() const {
@@ -41,6 +113,7 @@ int64_t Switch::headroom_overflows() const {
 }
 
 void Switch::on_arrival(uint32_t in_port, Packet* p) {
+  if (links_change_ && lost_in_flight(in_port, p)) return;
   if (p->type == PacketType::Pause) {
     if (config_.pfc) receive_pause(in_port, *p);  // PFC off: pause frames are ignored
     pool_.release(p);
@@ -48,27 +121,46 @@ void Switch::on_arrival(uint32_t in_port, Packet* p) {
   }
   const int prio = config_.dscp_to_priority[p->dscp];  // trust DSCP
   p->priority = static_cast<uint8_t>(prio);
-  const auto hops = forwarding_.next_hops(static_cast<int>(p->dst_host));
-  const uint32_t out =
-      hops.size() == 1 ? hops[0] : hops[ecmp_pick(p->ecmp_hash, ecmp_salt_, hops.size())];
+  if (--p->ttl == 0) {
+    drop(ports_[in_port].counters[prio], &PriorityCounters::drops_ttl, p);
+    return;
+  }
+  const auto hops = forwarding_.next_hops(static_cast<int>(p->dst_host), prio);
+  uint32_t out;
+  if (hops.size() == 1) {
+    out = hops[0];
+  } else if (hops.empty()) {
+    drop(ports_[in_port].counters[prio], &PriorityCounters::drops_unroutable, p);
+    return;
+  } else {
+    out = hops[ecmp_pick(p->ecmp_hash, ecmp_salt_, static_cast<uint32_t>(hops.size()))];
+  }
   EgressPort& port = ports_[out];
+  if (links_change_ && link_down_[out]) {  // routes not yet recomputed after a failure
+    drop(port.counters[prio], &PriorityCounters::drops_link_down, p);
+    return;
+  }
+  // The egress queue: the arrival priority, unless this hop rewrites it (the frame then
+  // carries a DSCP of the new priority, which the next hop classifies it by).
+  const int queue = forwarding_.rewrite(static_cast<int>(in_port), prio);
+  if (queue != prio) {
+    p->priority = static_cast<uint8_t>(queue);
+    p->dscp = priority_dscp_[queue];
+  }
   const Admission verdict =
-      buffer_->admit(static_cast<int>(in_port), prio, static_cast<int>(out), prio, p->frame);
+      buffer_->admit(static_cast<int>(in_port), prio, static_cast<int>(out), queue, p->frame);
   if (verdict != Admission::Admitted) {
     const bool headroom = verdict == Admission::HeadroomOverflow;
-    PriorityCounters& c = (headroom ? ports_[in_port] : port).counters[prio];
-    ++c.drops;
-    c.drop_bytes += p->frame;
-    ++(headroom ? c.drops_headroom : c.drops_egress);
-    pool_.release(p);
+    PriorityCounters& c = headroom ? ports_[in_port].counters[prio] : port.counters[queue];
+    drop(c, headroom ? &PriorityCounters::drops_headroom : &PriorityCounters::drops_egress, p);
     return;
   }
   if (config_.mmu.lossless[prio] && !pause_senders_[in_port].pausing(prio) &&
       buffer_->should_pause(static_cast<int>(in_port), prio)) {
     pause_upstream(in_port, pause_senders_[in_port], prio);
   }
-  if (config_.mark_at_enqueue) maybe_mark(port, prio, p, port.queues[prio].bytes());
-  port.enqueue(p, static_cast<uint16_t>(in_port));
+  if (config_.mark_at_enqueue) maybe_mark(port, queue, p, port.queues[queue].bytes());
+  port.enqueue(p, static_cast<uint16_t>(in_port), static_cast<uint8_t>(prio));
   if (port_free(out)) {
     start_transmission(out);
   } else {
@@ -89,6 +181,10 @@ void Switch::maybe_mark(EgressPort& port, int priority, Packet* p, int64_t queue
 
 void Switch::start_transmission(uint32_t port_index) {
   EgressPort& port = ports_[port_index];
+  if (links_change_ && link_down_[port_index]) {  // nothing crosses a down link
+    port.pending_pause.clear();
+    return;
+  }
   if (!port_free(port_index)) {  // a same-time arrival took the wire first
     if (port.has_backlog() || !port.pending_pause.empty()) request_transmit_done(port_index);
     return;
@@ -102,9 +198,10 @@ void Switch::start_transmission(uint32_t port_index) {
   const QueuedPacket q = port.dequeue(prio);
   port.charge(prio, q.frame);
   if (!config_.mark_at_enqueue) maybe_mark(port, prio, q.packet, port.queues[prio].bytes());
-  buffer_->release(q.ingress, prio, static_cast<int>(port_index), prio, q.frame);
-  if (pause_senders_[q.ingress].pausing(prio) && buffer_->should_resume(q.ingress, prio)) {
-    resume_upstream(q.ingress, pause_senders_[q.ingress], prio);
+  const int group = q.ingress_priority;  // the arrival priority (prio unless rewritten)
+  buffer_->release(q.ingress, group, static_cast<int>(port_index), prio, q.frame);
+  if (pause_senders_[q.ingress].pausing(group) && buffer_->should_resume(q.ingress, group)) {
+    resume_upstream(q.ingress, pause_senders_[q.ingress], group);
   }
   transmit(port_index, q.packet, q.frame, prio);
   if (port.has_backlog()) request_transmit_done(port_index);
@@ -133,6 +230,12 @@ void Switch::on_timer(const Event& e) {
       refresh_pauses(index, pause_senders_[index], [&](int prio) {
         return buffer_->should_resume(static_cast<int>(index), prio);
       });
+      break;
+    case kLinkState:
+      set_link(index, e.data != 0);
+      break;
+    case kRouteUpdate:
+      forwarding_ = route_updates_[e.data].second;
       break;
     case kSample:
       sample_events_.emplace_back(order_of(e), samples_.size(), buffer_samples_.size());

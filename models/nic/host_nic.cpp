@@ -157,6 +157,40 @@ void HostNic::notify_host(uint32_t kind, uint32_t connection, uint64_t sequence)
            static_cast<uint64_t>(connection) << 32 | sequence);
 }
 
+void HostNic::add_link_change(Time at, bool up) {
+  links_change_ = true;
+  link_changes_.emplace_back(at, up);
+}
+
+// The link fails (frames queued at the port are lost, and its PFC state is cleared) or
+// recovers (the NIC sends again).
+void HostNic::set_link(bool up) {
+  EgressPort& port = ports_[0];
+  if (up) {
+    link_down_ = false;
+    pump();
+    return;
+  }
+  if (link_down_) return;
+  link_down_ = true;
+  last_down_ = now();
+  PauseSender& sender = rx_buffer_.pause_sender();
+  for (int prio = 0; prio < kPriorities; ++prio) {
+    if (sender.pausing(prio)) sender.stop(prio);
+    port.close_pause(prio, now());
+    port.paused_until[prio] = port.paused_since[prio] = now();
+    while (!port.queues[prio].empty()) {
+      const QueuedPacket q = port.dequeue(prio);
+      PriorityCounters& c = port.counters[prio];
+      ++c.drops;
+      c.drop_bytes += q.frame;
+      ++c.drops_link_down;
+      pool_.release(q.packet);
+    }
+  }
+  port.pending_pause.clear();
+}
+
 void HostNic::begin() {
   // The receive buffer re-sends its XOFFs every half pause time.
   const Time refresh = pfc::half_pause_duration(config_.pause_quanta, ports_.at(0).rate);
@@ -177,6 +211,7 @@ void HostNic::begin() {
   if (!start_order_.empty()) {
     schedule_self(send_qps_[start_order_[0]].flow.start, kFlowStart, 0);
   }
+  for (const auto& [at, up] : link_changes_) schedule_self(at, kLinkState, up ? 1 : 0);
 }
 
 void HostNic::activate(uint32_t qp) {
@@ -269,6 +304,9 @@ void HostNic::on_timer(const Event& e) {
     case kPauseExpired:
       pause_expired(0, static_cast<int>(e.data));
       break;
+    case kLinkState:
+      set_link(e.data != 0);
+      break;
     default:
       break;
   }
@@ -298,6 +336,10 @@ void HostNic::on_transmit_done(uint32_t) {
 
 void HostNic::pump() {
   EgressPort& port = ports_[0];
+  if (link_down_) {  // nothing crosses a down link
+    port.pending_pause.clear();
+    return;
+  }
   if (!port_free(0)) {
     request_transmit_done(0);
     return;
@@ -345,6 +387,7 @@ bool HostNic::send_next_data_packet() {
     Packet* p = pool_.acquire();
     qp.write_next_packet(*p, index, host_, config_.mtu.count);
     p->timestamp = now();
+    p->ttl = config_.ttl;
     qp.on_packet_sent(*p, now(), config_.ack_timeout, ports_[0].rate);
     if (qp.cc) arm_cc_timer(qp);
     ++data_packets_sent_;
@@ -369,6 +412,19 @@ bool HostNic::send_next_data_packet() {
 }
 
 void HostNic::on_arrival(uint32_t, Packet* p) {
+  if (links_change_) {  // lost if the link failed while the frame was on it, or is down
+    const Time sent = now() - ports_[0].delay - ports_[0].wire_time(p->frame);
+    if (link_down_ || last_down_ > sent) {
+      if (p->type != PacketType::Pause) {
+        PriorityCounters& c = ports_[0].counters[p->priority];
+        ++c.drops;
+        c.drop_bytes += p->frame;
+        ++c.drops_link_down;
+      }
+      pool_.release(p);
+      return;
+    }
+  }
   if (p->type == PacketType::Data && rx_buffer_.enabled()) {
     // A slow receiver: the packet waits its turn in the receive buffer (released when drained).
     if (rx_buffer_.push(p)) schedule_self(now() + rx_buffer_.head_drain_time(), kRxDrained, 0);
@@ -419,6 +475,7 @@ void HostNic::send_cnp(const ResponderQp& rq) {
   rq.address_reply(*c, host_);
   notification_point_.write_cnp(*c);
   c->timestamp = now();
+  c->ttl = config_.ttl;
   ++ports_[0].counters[c->priority].cnp_sent;
   ports_[0].enqueue(c);
   pump();
@@ -443,6 +500,7 @@ void HostNic::arm_cc_timer(RequesterQp& qp) {
 void HostNic::send_reply(PacketType type, ResponderQp& rq, Time echo) {
   Packet* a = pool_.acquire();
   rq.write_reply(*a, type, host_, echo);
+  a->ttl = config_.ttl;
   ports_[0].enqueue(a);
   pump();
 }
