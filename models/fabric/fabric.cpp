@@ -167,6 +167,9 @@ Fabric::Fabric(FabricSpec spec, int threads, Transport* transport)
   for (const RouteUpdate& u : spec_.route_updates) {
     switches_[u.node - topology.hosts]->add_route_update(u.at, u.table);
   }
+  if (spec_.ttl_can_expire) {
+    for (Switch* sw : switches_) sw->check_every_frame(spec_.routing.ttl);
+  }
   for (HostNic* nic : nics_) nic->begin();
   for (Switch* sw : switches_) sw->begin();
   for (GpuNode* node : gpu_nodes_) node->begin();

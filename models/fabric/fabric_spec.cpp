@@ -267,6 +267,8 @@ FabricSpec FabricSpec::resolve(const ScenarioDocument& doc) {
   spec.events = std::move(schedule.events);
   spec.route_updates = std::move(schedule.updates);
   spec.route_epochs = std::move(schedule.epochs);
+  spec.ttl_can_expire = spec.routing.algorithm == RoutingAlgorithm::Static ||
+                        spec.routing.ttl <= schedule.longest_route;
 
   NicConfig& nic = spec.nic;
   nic = HostNic::read_config(root);
@@ -279,7 +281,6 @@ FabricSpec FabricSpec::resolve(const ScenarioDocument& doc) {
   nic.pfc = spec.switches.pfc;
   nic.lossless = spec.switches.mmu.lossless;
   nic.pause_quanta = spec.switches.pause_quanta;
-  nic.ttl = static_cast<uint8_t>(spec.routing.ttl);
   nic.cc = read_cc_config(root);
   nic.rate_sample_interval = spec.output.rate_sample_interval;
   spec.congestion_control = describe(nic.cc);

@@ -47,6 +47,10 @@ struct FabricSpec {
   std::vector<LinkEvent> events;
   std::vector<RouteUpdate> route_updates;
   std::vector<RouteEpoch> route_epochs;
+  // A frame's TTL can run out (static routes may loop, or routing.ttl is no longer than the
+  // longest route of any epoch): every switch then counts and checks it. Otherwise the TTL
+  // cannot run out and switches skip it.
+  bool ttl_can_expire = false;
   // Switches: shared buffer, PFC, ECN marking and QoS (DSCP map, lossless priorities).
   SwitchConfig switches;
   // NICs: queue pairs, receive buffer, congestion control, and the fabric's QoS they follow.

@@ -90,6 +90,14 @@ LinkSchedule plan_link_schedule(const Topology& topology, const RoutingPolicy& p
   LinkSchedule s;
   s.events = std::move(events);
   s.epochs.push_back({Time{}, initial.unreachable()});
+  auto longest = [&](const RoutingTable& routes) {
+    for (int a = 0; a < topology.hosts; ++a) {
+      for (int b = 0; b < topology.hosts; ++b) {
+        s.longest_route = std::max(s.longest_route, routes.distance(a, b) - 1);
+      }
+    }
+  };
+  longest(initial);
   std::vector<bool> link_up(topology.links.size(), true);
   std::vector<const ForwardingTable*> current(topology.nodes.size());
   for (size_t v = 0; v < topology.nodes.size(); ++v)
@@ -103,6 +111,7 @@ LinkSchedule plan_link_schedule(const Topology& topology, const RoutingPolicy& p
     }
     computed.push_back(compute_routes(topology, policy, link_up));
     const RoutingTable& routes = computed.back();
+    longest(routes);
     const Time install = at + policy.convergence_delay;
     for (int v = topology.hosts; v < static_cast<int>(topology.nodes.size()); ++v) {
       if (routes.table(v) == *current[v]) continue;

@@ -39,6 +39,7 @@ struct LinkSchedule {
   std::vector<LinkEvent> events;     // by time, then as listed
   std::vector<RouteUpdate> updates;  // by time, then node
   std::vector<RouteEpoch> epochs;    // the first at time 0
+  int longest_route = 0;             // switches on the longest route of any epoch
 };
 
 // Reads `events` (null: none) naming links and switches of `topology`; throws ScenarioError.

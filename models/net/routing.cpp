@@ -1,7 +1,6 @@
 #include "models/net/routing.h"
 
 #include <algorithm>
-#include <deque>
 #include <map>
 
 #include "sim/rng.h"
@@ -267,21 +266,18 @@ std::vector<std::vector<char>> ports_up(const Topology& t, const std::vector<boo
   return up;
 }
 
-ForwardingTable pack(const std::vector<std::vector<uint16_t>>& entries) {
-  ForwardingTable f;
-  f.offsets.reserve(entries.size() + 1);
-  for (const auto& e : entries) {
-    f.offsets.push_back(static_cast<uint32_t>(f.ports.size()));
-    f.ports.insert(f.ports.end(), e.begin(), e.end());
-  }
-  f.offsets.push_back(static_cast<uint32_t>(f.ports.size()));
-  return f;
+// Appends the entry of the next destination host to `t`.
+void append(ForwardingTable& t, const uint16_t* ports, size_t n) {
+  t.offsets.push_back(static_cast<uint32_t>(t.ports.size()));
+  t.ports.insert(t.ports.end(), ports, ports + n);
+}
+void close(ForwardingTable& t) {
+  t.offsets.push_back(static_cast<uint32_t>(t.ports.size()));
 }
 
 // Shortest paths over the working links; routes never pass through a host.
 void shortest_paths(const Topology& topo, const std::vector<std::vector<char>>& up,
-                    std::vector<std::vector<int>>& distance,
-                    std::vector<std::vector<std::vector<uint16_t>>>& entries) {
+                    std::vector<std::vector<int>>& distance, std::vector<ForwardingTable>& tables) {
   const int n = static_cast<int>(topo.nodes.size());
   const int hosts = topo.hosts;
   std::vector<std::vector<int>> attached(hosts);  // switches each host hangs off
@@ -293,15 +289,15 @@ void shortest_paths(const Topology& topo, const std::vector<std::vector<char>>& 
   }
   // Switch-to-switch hop counts, one breadth-first search per switch some host hangs off.
   std::vector<std::vector<int>> sw_dist(n);
+  std::vector<int> frontier;
   for (int h = 0; h < hosts; ++h) {
     for (int s : attached[h]) {
       if (!sw_dist[s].empty()) continue;
       std::vector<int> d(n, kFar);
       d[s] = 0;
-      std::deque<int> frontier{s};
-      while (!frontier.empty()) {
-        const int v = frontier.front();
-        frontier.pop_front();
+      frontier.assign(1, s);
+      for (size_t i = 0; i < frontier.size(); ++i) {
+        const int v = frontier[i];
         for (int port = 0; port < topo.nodes[v].ports; ++port) {
           const int w = topo.peer(v, port).node;
           if (!up[v][port] || topo.nodes[w].kind != NodeKind::Switch || d[w] < kFar) continue;
@@ -332,20 +328,33 @@ void shortest_paths(const Topology& topo, const std::vector<std::vector<char>>& 
       for (int s : attached[v]) distance[v][h] = std::min(distance[v][h], distance[s][h] + 1);
     }
   }
-  // A port is a next hop toward h if its neighbour is one hop closer.
+  // A port is a next hop toward h if its neighbour is one hop closer; a host only as the
+  // destination itself (hosts do not forward).
+  struct Next {
+    uint16_t port;
+    int peer;
+    const int* distance;  // the peer switch's distances; null for a host
+  };
+  std::vector<Next> next;  // the working ports of a switch
   for (int v = hosts; v < n; ++v) {
-    entries[v].assign(hosts, {});
+    next.clear();
+    for (int port = 0; port < topo.nodes[v].ports; ++port) {
+      const int peer = topo.peer(v, port).node;
+      if (!up[v][port]) continue;
+      next.push_back(
+          {static_cast<uint16_t>(port), peer, peer < hosts ? nullptr : distance[peer].data()});
+    }
+    ForwardingTable& t = tables[v];
+    t.offsets.resize(hosts + 1);
+    const std::vector<int>& own = distance[v];
     for (int h = 0; h < hosts; ++h) {
-      if (distance[v][h] >= kFar) continue;
-      for (int port = 0; port < topo.nodes[v].ports; ++port) {
-        const int peer = topo.peer(v, port).node;
-        if (!up[v][port]) continue;
-        if (topo.nodes[peer].kind == NodeKind::Host && peer != h) continue;  // hosts do not forward
-        if (distance[peer][h] == distance[v][h] - 1) {
-          entries[v][h].push_back(static_cast<uint16_t>(port));
-        }
+      t.offsets[h] = static_cast<uint32_t>(t.ports.size());
+      if (own[h] >= kFar) continue;
+      for (const Next& x : next) {
+        if (x.distance ? x.distance[h] == own[h] - 1 : x.peer == h) t.ports.push_back(x.port);
       }
     }
+    t.offsets[hosts] = static_cast<uint32_t>(t.ports.size());
   }
 }
 
@@ -355,8 +364,7 @@ void shortest_paths(const Topology& topo, const std::vector<std::vector<char>>& 
 // itself route only down: such switches are marked and the distances recomputed until no new
 // switch is marked.
 void up_down_paths(const Topology& topo, const std::vector<std::vector<char>>& up,
-                   std::vector<std::vector<int>>& distance,
-                   std::vector<std::vector<std::vector<uint16_t>>>& entries) {
+                   std::vector<std::vector<int>>& distance, std::vector<ForwardingTable>& tables) {
   const int n = static_cast<int>(topo.nodes.size());
   const int hosts = topo.hosts;
   auto rank_less = [&](int a, int b) {
@@ -366,10 +374,10 @@ void up_down_paths(const Topology& topo, const std::vector<std::vector<char>>& u
   for (int v = hosts; v < n; ++v) switches.push_back(v);
   std::sort(switches.begin(), switches.end(), rank_less);
   distance.assign(n, std::vector<int>(hosts, kFar));
-  for (int v = hosts; v < n; ++v) entries[v].assign(hosts, {});
 
   std::vector<int> down(n), any(n);
   std::vector<char> down_only(n);
+  std::vector<uint16_t> ports;
   for (int h = 0; h < hosts; ++h) {
     // down[v]: hops from v to h moving only down.
     std::fill(down.begin(), down.end(), kFar);
@@ -411,17 +419,18 @@ void up_down_paths(const Topology& topo, const std::vector<std::vector<char>>& u
       }
       if (!marked) break;
     }
-    for (int v : switches) {
+    for (int v = hosts; v < n; ++v) {
       distance[v][h] = any[v];
-      if (any[v] >= kFar) continue;
-      for (int port = 0; port < topo.nodes[v].ports; ++port) {
+      ports.clear();
+      for (int port = 0; any[v] < kFar && port < topo.nodes[v].ports; ++port) {
         const int w = topo.peer(v, port).node;
         if (!up[v][port]) continue;
         if (w < hosts && w != h) continue;  // hosts do not forward
         const bool via =
             rank_less(w, v) ? down[w] + 1 == any[v] : !down_only[v] && any[w] + 1 == any[v];
-        if (via) entries[v][h].push_back(static_cast<uint16_t>(port));
+        if (via) ports.push_back(static_cast<uint16_t>(port));
       }
+      append(tables[v], ports.data(), ports.size());
     }
     for (int s = 0; s < hosts; ++s) {
       if (s == h) {
@@ -434,6 +443,73 @@ void up_down_paths(const Topology& topo, const std::vector<std::vector<char>>& u
       }
     }
   }
+  for (int v = hosts; v < n; ++v) close(tables[v]);
+}
+
+// The entries of `t` (offsets and ports) as one port list per entry.
+std::vector<std::vector<uint16_t>> unpack(const std::vector<uint32_t>& offsets,
+                                          const std::vector<uint16_t>& ports) {
+  std::vector<std::vector<uint16_t>> entries(offsets.size() - 1);
+  for (size_t i = 0; i + 1 < offsets.size(); ++i) {
+    entries[i].assign(ports.begin() + offsets[i], ports.begin() + offsets[i + 1]);
+  }
+  return entries;
+}
+
+void pack(const std::vector<std::vector<uint16_t>>& entries, std::vector<uint32_t>& offsets,
+          std::vector<uint16_t>& ports) {
+  offsets.clear();
+  ports.clear();
+  for (const auto& e : entries) {
+    offsets.push_back(static_cast<uint32_t>(ports.size()));
+    ports.insert(ports.end(), e.begin(), e.end());
+  }
+  offsets.push_back(static_cast<uint32_t>(ports.size()));
+}
+
+// Static routes, in order, over the computed entries of switch `v`: per priority where one names
+// a priority (the switch then gets a per-priority table). A route whose next hops are all down
+// is withdrawn.
+void apply_static_routes(const Topology& topo, const std::vector<std::vector<char>>& up,
+                         const std::vector<const StaticRoute*>& routes, ForwardingTable& t) {
+  const int v = routes.front()->node;
+  const int hosts = topo.hosts;
+  std::vector<std::vector<uint16_t>> entries = unpack(t.offsets, t.ports);
+  std::vector<std::vector<uint16_t>> per_priority;  // [dst * kPriorities + priority]
+  for (const StaticRoute* route : routes) {
+    std::vector<uint16_t> ports;
+    for (int port = 0; port < topo.nodes[v].ports; ++port) {
+      const int w = topo.peer(v, port).node;
+      if (up[v][port] &&
+          std::find(route->next.begin(), route->next.end(), w) != route->next.end()) {
+        ports.push_back(static_cast<uint16_t>(port));
+      }
+    }
+    if (ports.empty()) continue;  // every next hop is down: withdrawn
+    if (route->priority >= 0 && per_priority.empty()) {
+      per_priority.resize(static_cast<size_t>(hosts) * kPriorities);
+      for (int d = 0; d < hosts; ++d) {
+        for (int q = 0; q < kPriorities; ++q) per_priority[d * kPriorities + q] = entries[d];
+      }
+    }
+    auto apply = [&](int d) {
+      if (route->priority < 0) {
+        entries[d] = ports;
+        for (int q = 0; q < kPriorities && !per_priority.empty(); ++q) {
+          per_priority[d * kPriorities + q] = ports;
+        }
+      } else {
+        per_priority[d * kPriorities + route->priority] = ports;
+      }
+    };
+    if (route->dst.empty()) {
+      for (int d = 0; d < hosts; ++d) apply(d);
+    } else {
+      for (int d : route->dst) apply(d);
+    }
+  }
+  pack(entries, t.offsets, t.ports);
+  if (!per_priority.empty()) pack(per_priority, t.priority_offsets, t.priority_ports);
 }
 
 }  // namespace
@@ -443,63 +519,23 @@ RoutingTable compute_routes(const Topology& topo, const RoutingPolicy& policy,
   const int n = static_cast<int>(topo.nodes.size());
   const int hosts = topo.hosts;
   const std::vector<std::vector<char>> up = ports_up(topo, link_up);
-  std::vector<std::vector<std::vector<uint16_t>>> entries(n);  // [switch][dst host]: ports
   RoutingTable rt;
+  rt.tables_.resize(n);
   if (policy.algorithm == RoutingAlgorithm::UpDown) {
-    up_down_paths(topo, up, rt.distance_, entries);
+    up_down_paths(topo, up, rt.distance_, rt.tables_);
   } else {
-    shortest_paths(topo, up, rt.distance_, entries);
+    shortest_paths(topo, up, rt.distance_, rt.tables_);
   }
   for (int s = 0; s < hosts; ++s) {
     for (int d = 0; d < hosts; ++d) {
       if (s != d && rt.distance_[s][d] >= kFar) rt.unreachable_.emplace_back(s, d);
     }
   }
-
-  // Static routes, in order, over the computed entries: per priority where one names a
-  // priority (that switch then gets a per-priority table).
-  std::vector<std::vector<std::vector<uint16_t>>> per_priority(n);  // [switch][dst * 8 + prio]
-  for (const StaticRoute& route : policy.routes) {
-    const int v = route.node;
-    std::vector<uint16_t> ports;
-    for (int port = 0; port < topo.nodes[v].ports; ++port) {
-      const int w = topo.peer(v, port).node;
-      if (up[v][port] && std::find(route.next.begin(), route.next.end(), w) != route.next.end()) {
-        ports.push_back(static_cast<uint16_t>(port));
-      }
-    }
-    if (ports.empty()) continue;  // every next hop is down: withdrawn
-    if (route.priority >= 0 && per_priority[v].empty()) {
-      per_priority[v].resize(static_cast<size_t>(hosts) * kPriorities);
-      for (int d = 0; d < hosts; ++d) {
-        for (int q = 0; q < kPriorities; ++q) per_priority[v][d * kPriorities + q] = entries[v][d];
-      }
-    }
-    auto apply = [&](int d) {
-      if (route.priority < 0) {
-        entries[v][d] = ports;
-        if (!per_priority[v].empty()) {
-          for (int q = 0; q < kPriorities; ++q) per_priority[v][d * kPriorities + q] = ports;
-        }
-      } else {
-        per_priority[v][d * kPriorities + route.priority] = ports;
-      }
-    };
-    if (route.dst.empty()) {
-      for (int d = 0; d < hosts; ++d) apply(d);
-    } else {
-      for (int d : route.dst) apply(d);
-    }
-  }
-
-  rt.tables_.resize(n);
-  for (int v = hosts; v < n; ++v) {
-    ForwardingTable& t = rt.tables_[v];
-    t = pack(entries[v]);
-    if (!per_priority[v].empty()) {
-      const ForwardingTable p = pack(per_priority[v]);
-      t.priority_offsets = p.offsets;
-      t.priority_ports = p.ports;
+  if (policy.algorithm == RoutingAlgorithm::Static) {
+    std::vector<std::vector<const StaticRoute*>> by_switch(n);
+    for (const StaticRoute& route : policy.routes) by_switch[route.node].push_back(&route);
+    for (int v = hosts; v < n; ++v) {
+      if (!by_switch[v].empty()) apply_static_routes(topo, up, by_switch[v], rt.tables_[v]);
     }
   }
   for (const PriorityRewrite& rw : policy.rewrites) {
@@ -508,8 +544,9 @@ RoutingTable compute_routes(const Topology& topo, const RoutingPolicy& policy,
     if (t.rewrites.empty()) {
       t.rewrites.resize(static_cast<size_t>(ports) * kPriorities);
       for (int port = 0; port < ports; ++port) {
-        for (int q = 0; q < kPriorities; ++q)
+        for (int q = 0; q < kPriorities; ++q) {
           t.rewrites[port * kPriorities + q] = static_cast<uint8_t>(q);
+        }
       }
     }
     for (int port = 0; port < ports; ++port) {

@@ -166,14 +166,13 @@ void HostNic::add_link_change(Time at, bool up) {
 // recovers (the NIC sends again).
 void HostNic::set_link(bool up) {
   EgressPort& port = ports_[0];
+  if (up != link_down_) return;  // no change
+  link_down_ = !up;
+  last_change_ = now();
   if (up) {
-    link_down_ = false;
     pump();
     return;
   }
-  if (link_down_) return;
-  link_down_ = true;
-  last_down_ = now();
   PauseSender& sender = rx_buffer_.pause_sender();
   for (int prio = 0; prio < kPriorities; ++prio) {
     if (sender.pausing(prio)) sender.stop(prio);
@@ -387,7 +386,6 @@ bool HostNic::send_next_data_packet() {
     Packet* p = pool_.acquire();
     qp.write_next_packet(*p, index, host_, config_.mtu.count);
     p->timestamp = now();
-    p->ttl = config_.ttl;
     qp.on_packet_sent(*p, now(), config_.ack_timeout, ports_[0].rate);
     if (qp.cc) arm_cc_timer(qp);
     ++data_packets_sent_;
@@ -412,9 +410,9 @@ bool HostNic::send_next_data_packet() {
 }
 
 void HostNic::on_arrival(uint32_t, Packet* p) {
-  if (links_change_) {  // lost if the link failed while the frame was on it, or is down
+  if (links_change_) {  // lost if the link is down, or went down or up while the frame was on it
     const Time sent = now() - ports_[0].delay - ports_[0].wire_time(p->frame);
-    if (link_down_ || last_down_ > sent) {
+    if (link_down_ || last_change_ > sent) {
       if (p->type != PacketType::Pause) {
         PriorityCounters& c = ports_[0].counters[p->priority];
         ++c.drops;
@@ -475,7 +473,6 @@ void HostNic::send_cnp(const ResponderQp& rq) {
   rq.address_reply(*c, host_);
   notification_point_.write_cnp(*c);
   c->timestamp = now();
-  c->ttl = config_.ttl;
   ++ports_[0].counters[c->priority].cnp_sent;
   ports_[0].enqueue(c);
   pump();
@@ -500,7 +497,6 @@ void HostNic::arm_cc_timer(RequesterQp& qp) {
 void HostNic::send_reply(PacketType type, ResponderQp& rq, Time echo) {
   Packet* a = pool_.acquire();
   rq.write_reply(*a, type, host_, echo);
-  a->ttl = config_.ttl;
   ports_[0].enqueue(a);
   pump();
 }

@@ -31,7 +31,6 @@ struct NicConfig {
   // From other sections.
   std::array<uint8_t, 64> dscp_to_priority;  // fabric.qos: the fabric's QoS map (trust DSCP)
   int pause_quanta;                          // fabric.pfc.pause_quanta
-  uint8_t ttl = 64;                          // routing.ttl: IP TTL of every packet it sends
   bool pfc;                                  // fabric.pfc.enabled
   std::array<bool, 8> lossless;              // fabric.pfc.lossless_priorities
   CcConfig cc;                               // nic.cc
@@ -132,7 +131,7 @@ class HostNic final : public NetworkNode {
   int64_t data_packets_sent_ = 0;
   bool links_change_ = false;
   bool link_down_ = false;
-  Time last_down_{-1};
+  Time last_change_{-1};  // the link last went down or up
   std::vector<std::pair<Time, bool>> link_changes_;
   Time dma_ready_{};  // tx_dma_rate: the next payload has been read from host memory
   ComponentId host_component_ = 0;
