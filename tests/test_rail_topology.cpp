@@ -5,8 +5,8 @@
 #include <string>
 
 #include "models/fabric/partitioning.h"
-#include "models/net/routing.h"
 #include "models/fabric/topology.h"
+#include "models/net/routing.h"
 #include "test_support.h"
 
 using namespace fabtwin;
@@ -217,7 +217,7 @@ TEST_CASE("read_topology builds a rail-optimized fabric from a scenario", "[rail
                       Contains("at topology.nodes") && Contains("does not apply"));
     CHECK_THROWS_WITH(read({{"type", "leaf_spine"}, {"spines", 0}}),
                       Contains("at topology.spines") && Contains("at least 1 spine"));
-    CHECK_THROWS_WITH(read({{"type", "ring"}}), Contains("rail_optimized"));
+    CHECK_THROWS_WITH(read({{"type", "torus"}}), Contains("rail_optimized"));
   }
   SECTION("one rail of one leaf may go without spines") {
     const Topology t = read({{"type", "rail_optimized"},

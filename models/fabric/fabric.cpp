@@ -152,6 +152,24 @@ Fabric::Fabric(FabricSpec spec, int threads, Transport* transport)
     nics_[f.src]->connect_send_qp(sq, rq);
   }
   add_connection_qps();
+  // Link failures and recoveries reach both ends of the link; switches install the routes
+  // recomputed after them.
+  for (const LinkEvent& e : spec_.events) {
+    const Link& l = topology.links[e.link];
+    for (const auto& [node, port] : {std::pair(l.a, l.a_port), std::pair(l.b, l.b_port)}) {
+      if (node < topology.hosts) {
+        nics_[node]->add_link_change(e.at, e.up);
+      } else {
+        switches_[node - topology.hosts]->add_link_change(e.at, static_cast<uint32_t>(port), e.up);
+      }
+    }
+  }
+  for (const RouteUpdate& u : spec_.route_updates) {
+    switches_[u.node - topology.hosts]->add_route_update(u.at, u.table);
+  }
+  if (spec_.ttl_can_expire) {
+    for (Switch* sw : switches_) sw->check_every_frame(spec_.routing.ttl);
+  }
   for (HostNic* nic : nics_) nic->begin();
   for (Switch* sw : switches_) sw->begin();
   for (GpuNode* node : gpu_nodes_) node->begin();
@@ -229,6 +247,18 @@ RunResult Fabric::run(const Simulator::Progress& progress) {
   r.topology = spec_.topology.kind;
   r.hosts = spec_.topology.hosts;
   r.switches = static_cast<int>(switches_.size());
+  r.routing = routing_algorithm_name(spec_.routing.algorithm);
+  for (const LinkEvent& e : spec_.events) {
+    const Link& l = spec_.topology.links[e.link];
+    r.link_events.push_back(
+        {e.at, spec_.topology.nodes[l.a].name, spec_.topology.nodes[l.b].name, e.up});
+  }
+  r.route_updates = static_cast<int64_t>(spec_.route_updates.size());
+  for (const RouteEpoch& epoch : spec_.route_epochs) {
+    for (const auto& [src, dst] : epoch.unreachable) {
+      r.unreachable.push_back({epoch.from, static_cast<uint32_t>(src), static_cast<uint32_t>(dst)});
+    }
+  }
   r.flows.resize(spec_.flows.size());
   for (size_t i = 0; i < spec_.flows.size(); ++i) r.flows[i].spec = spec_.flows[i];
   r.congestion_control = spec_.congestion_control;

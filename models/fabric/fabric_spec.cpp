@@ -71,9 +71,9 @@ const BoundParams<OutputConfig> kOutputParams{
              "fabtwin"}),
     }};
 
-const std::set<std::string> kSections{"topology", "fabric",      "nic",    "routing",
-                                      "traffic",  "gpu",         "nccl",   "run",
-                                      "output",   "description", "$schema"};
+const std::set<std::string> kSections{"topology", "fabric", "nic",         "routing",
+                                      "traffic",  "gpu",    "nccl",        "run",
+                                      "output",   "events", "description", "$schema"};
 
 const ParamGroup kFabricParams{"fabric",
                                "fabric",
@@ -85,14 +85,6 @@ const ParamGroup kFabricParams{"fabric",
                                 {"qos", ParamType::List, "{}", "see fabric.qos", "fabtwin"},
                                 {"deadlock", ParamType::List, "{}", "fabric.deadlock", "fabtwin"}}};
 
-const ParamGroup kRoutingParams{
-    "routing",
-    "routing",
-    "Routing",
-    {{"algorithm", ParamType::Choice, "\"ecmp\"",
-      "shortest paths; equal-cost paths chosen by a hash of the 5-tuple (UDP source port per QP)",
-      "fabtwin", "ecmp"}}};
-
 const nlohmann::json& section(const nlohmann::json& root, const char* key) {
   static const nlohmann::json none;
   return root.is_object() && root.contains(key) ? root[key] : none;
@@ -103,7 +95,7 @@ void check_sections(const nlohmann::json& root) {
     if (!kSections.count(key)) {
       throw ScenarioError(key,
                           "unknown section; a scenario has topology, fabric, nic, routing, "
-                          "traffic, gpu, nccl, run, output (and extends, description, "
+                          "traffic, gpu, nccl, run, output, events (and extends, description, "
                           "$schema)");
     }
   }
@@ -113,9 +105,6 @@ void check_sections(const nlohmann::json& root) {
   ParamReader fabric(section(root, "fabric"), "fabric", kFabricParams);
   for (const char* key : {"link", "switch", "pfc", "ecn", "qos", "deadlock"}) fabric.raw(key);
   fabric.finish();
-  ParamReader routing(section(root, "routing"), "routing", kRoutingParams);
-  routing.choice("algorithm");
-  routing.finish();
 }
 
 // The largest frame a port must carry and that the automatic PFC headroom allows for: an
@@ -187,6 +176,21 @@ void check_ecn_not_shadowed(const nlohmann::json& root, const Topology& topology
   }
 }
 
+// A priority rewrite moves a frame to its new priority by rewriting its DSCP (switches classify
+// by DSCP at every hop), so some DSCP must map to that priority.
+void check_rewrites_classified(const RoutingPolicy& routing, const SwitchConfig& config) {
+  for (size_t i = 0; i < routing.rewrites.size(); ++i) {
+    const int to = routing.rewrites[i].to;
+    const auto& map = config.dscp_to_priority;
+    if (std::find(map.begin(), map.end(), to) == map.end()) {
+      throw ScenarioError("routing.priority_rewrite[" + std::to_string(i) + "].to",
+                          "expected a priority some DSCP maps to in fabric.qos.dscp_to_priority "
+                          "(the rewrite sets that DSCP), found " +
+                              std::to_string(to) + ", which no DSCP maps to");
+    }
+  }
+}
+
 // Connections of every collective size (NVLink or network, with the NICs they use), the
 // latency of the credits that cross the network back to a sender, and the barrier between
 // sizes. The NICs' queue pairs are added when a Fabric is built.
@@ -197,7 +201,7 @@ void resolve_connections(CollectiveSetup& setup, const Topology& topology,
     hop = std::max(hop, l.delay + roce::wire_time(roce::ack_frame(), l.rate));
   }
   auto path = [&](int src_host, int dst_host) {
-    return hop * routes.distance(src_host, dst_host) + setup.gpu.pcie_latency;
+    return hop * std::max(0, routes.distance(src_host, dst_host)) + setup.gpu.pcie_latency;
   };
   for (const CollectiveOp& op : setup.ops) {
     const CollectiveSpec& spec = setup.specs[op.spec];
@@ -237,12 +241,16 @@ void resolve_connections(CollectiveSetup& setup, const Topology& topology,
 }  // namespace
 
 std::vector<const ParamGroup*> all_param_groups() {
-  std::vector<const ParamGroup*> groups{&kTopologyParams, &kLinkParams};
+  std::vector<const ParamGroup*> groups{&kTopologyParams, &kGraphSwitchParams, &kGraphHostParams,
+                                        &kGraphLinkParams, &kLinkParams};
   for (const ParamGroup* g : switch_param_groups()) groups.push_back(g);
   groups.push_back(&deadlock_params());
   groups.push_back(&HostNic::params());
   for (const ParamGroup* g : cc_param_groups()) groups.push_back(g);
   groups.push_back(&kRoutingParams);
+  groups.push_back(&kStaticRouteParams);
+  groups.push_back(&kPriorityRewriteParams);
+  groups.push_back(&kLinkEventParams);
   for (const ParamGroup* g : traffic_param_groups()) groups.push_back(g);
   groups.push_back(&kCollectiveParams);
   for (const ParamGroup* g : collective_param_groups()) groups.push_back(g);
@@ -260,14 +268,25 @@ FabricSpec FabricSpec::resolve(const ScenarioDocument& doc) {
   spec.run = kRunParams.read(section(root, "run"));
   spec.output = kOutputParams.read(section(root, "output"));
 
-  spec.topology = read_topology(root);
-  spec.routes = RoutingTable(spec.topology);
+  spec.topology = read_topology(root, doc.dir);
+  spec.routing = RoutingPolicy::read(section(root, "routing"), spec.topology);
+  spec.routes = compute_routes(spec.topology, spec.routing,
+                               std::vector<bool>(spec.topology.links.size(), true));
+  LinkSchedule schedule =
+      plan_link_schedule(spec.topology, spec.routing, spec.routes,
+                         read_link_events(section(root, "events"), spec.topology));
+  spec.events = std::move(schedule.events);
+  spec.route_updates = std::move(schedule.updates);
+  spec.route_epochs = std::move(schedule.epochs);
+  spec.ttl_can_expire = spec.routing.algorithm == RoutingAlgorithm::Static ||
+                        spec.routing.ttl <= schedule.longest_route;
 
   NicConfig& nic = spec.nic;
   nic = HostNic::read_config(root);
   spec.switches = read_switch_config(root, port_frame(spec.topology, nic));
   check_buffer_set_aside(spec.topology, spec.switches);
   check_ecn_not_shadowed(root, spec.topology);
+  check_rewrites_classified(spec.routing, spec.switches);
   spec.deadlock = read_deadlock_config(root);
   spec.switches.queue_sample_interval = spec.output.queue_sample_interval;
   nic.dscp_to_priority = spec.switches.dscp_to_priority;

@@ -10,6 +10,7 @@
 
 #include "models/collectives/collective.h"
 #include "models/fabric/deadlock_detector.h"
+#include "models/fabric/link_events.h"
 #include "models/fabric/topology.h"
 #include "models/net/routing.h"
 #include "models/net/switch_config.h"
@@ -22,7 +23,7 @@ namespace fabtwin {
 struct RunConfig {
   Time end;
   uint64_t seed;
-  int threads;  // 0: every hardware thread
+  int threads;            // 0: every hardware thread
   bool stop_on_deadlock;  // run.on_deadlock: "stop" (true) or "continue"
 };
 
@@ -38,9 +39,20 @@ struct FabricSpec {
   std::string scenario_file;
   RunConfig run;
   OutputConfig output;
-  // The wiring with tiers and each port's peer, and every switch's forwarding entries.
+  // The wiring with tiers and each port's peer, the routing policy, and every switch's
+  // forwarding entries with every link up.
   Topology topology;
+  RoutingPolicy routing;
   RoutingTable routes;
+  // Link failures and recoveries (`events`), the tables switches install after them (each at
+  // its time, per switch), and the host pairs left without a route in each epoch.
+  std::vector<LinkEvent> events;
+  std::vector<RouteUpdate> route_updates;
+  std::vector<RouteEpoch> route_epochs;
+  // A frame's TTL can run out (static routes may loop, or routing.ttl is no longer than the
+  // longest route of any epoch): every switch then counts and checks it. Otherwise the TTL
+  // cannot run out and switches skip it.
+  bool ttl_can_expire = false;
   // Switches: shared buffer, PFC, ECN marking and QoS (DSCP map, lossless priorities).
   SwitchConfig switches;
   // NICs: queue pairs, receive buffer, congestion control, and the fabric's QoS they follow.

@@ -160,6 +160,19 @@ constexpr auto record_fields(std::type_identity<QueueDepthSample>) {
   };
 }
 
+// A link that failed or recovered (scenario `events`).
+struct LinkEventRecord {
+  Time time;
+  std::string a, b;  // the link's ends
+  bool up = false;
+};
+
+// A host pair without a route from `from` until the next route change (or the end).
+struct UnreachableRecord {
+  Time from;
+  uint32_t src = 0, dst = 0;  // host indices
+};
+
 struct RunResult {
   std::string scenario_text;  // merged scenario, as run
   std::string scenario_file;
@@ -179,6 +192,10 @@ struct RunResult {
   std::string topology;
   int hosts = 0;
   int switches = 0;
+  std::string routing;  // routing.algorithm
+  std::vector<LinkEventRecord> link_events;
+  int64_t route_updates = 0;  // tables installed after link events (one per switch and time)
+  std::vector<UnreachableRecord> unreachable;
   std::vector<FlowRecord> flows;
   std::vector<PortRecord> ports;
   std::vector<QueueDepthSample> queue_samples;

@@ -1,6 +1,8 @@
 #include "models/fabric/topology.h"
 
 #include <algorithm>
+#include <fstream>
+#include <map>
 
 namespace fabtwin {
 
@@ -12,8 +14,10 @@ const ParamGroup kTopologyParams{
         {"type", ParamType::Choice, "star",
          "shape: star (one switch), leaf_spine (two tiers), fat_tree (k-ary, three tiers), "
          "rail_optimized (GPU nodes, NIC i of every node on rail i, rails joined by spines)",
-         "fabtwin", "star|leaf_spine|fat_tree|rail_optimized"},
-        {"hosts", ParamType::Integer, "8", "star: hosts on the switch", "fabtwin", "2..65536"},
+         "fabtwin", "star|leaf_spine|fat_tree|rail_optimized|ring|graph"},
+        {"hosts", ParamType::Integer, "8",
+         "star: hosts on the switch; graph: the list of hosts (see topology.hosts[])", "fabtwin",
+         "2..65536"},
         {"leaves", ParamType::Integer, "4", "leaf_spine: leaf (top-of-rack) switches", "fabtwin",
          "1..4096"},
         {"spines", ParamType::Integer, "2",
@@ -41,6 +45,56 @@ const ParamGroup kTopologyParams{
          "rail_optimized: nodes on each rail leaf switch; each rail has ceil(nodes / "
          "nodes_per_leaf) leaves",
          "fabtwin: one leaf per rail", "1..65536"},
+        {"switches", ParamType::Integer, "3",
+         "ring: switches in the ring, switch i linked to i+1 mod N (named s0.., all leaves); "
+         "graph: the list of switches (see topology.switches[])",
+         "fabtwin", "3..4096"},
+        {"hosts_per_switch", ParamType::Integer, "1",
+         "ring: hosts on each switch (named h0.., host j on switch j / hosts_per_switch)",
+         "fabtwin", "1..4096"},
+        {"links", ParamType::List, "(graph: required)",
+         "graph: the links, each {a, b, rate, delay} (see topology.links[]); a switch's ports "
+         "are numbered in the order its links are listed",
+         "fabtwin"},
+        {"file", ParamType::Text, "(none)",
+         "graph: a JSON file holding the switches, hosts and links lists instead of this "
+         "section, relative to the scenario's directory",
+         "fabtwin"},
+    }};
+
+const ParamGroup kGraphSwitchParams{
+    "topology.switches[]",
+    "topology",
+    "A switch of a graph topology",
+    {
+        {"name", ParamType::Text, "", "the switch's name, unique among all nodes", "fabtwin"},
+        {"tier", ParamType::Choice, "\"leaf\"",
+         "where it sits, from the hosts up (routing.algorithm up_down routes up the tiers, then "
+         "down)",
+         "fabtwin", "leaf|spine|core"},
+    }};
+
+const ParamGroup kGraphHostParams{
+    "topology.hosts[]",
+    "topology",
+    "A host of a graph topology",
+    {
+        {"name", ParamType::Text, "",
+         "the host's name, unique among all nodes; hosts are numbered in the order listed (the "
+         "numbers traffic uses)",
+         "fabtwin"},
+    }};
+
+const ParamGroup kGraphLinkParams{
+    "topology.links[]",
+    "topology",
+    "A link of a graph topology",
+    {
+        {"a", ParamType::Text, "", "name of one end", "fabtwin"},
+        {"b", ParamType::Text, "",
+         "name of the other end; a host has exactly one link, to a switch", "fabtwin"},
+        {"rate", ParamType::Rate, "(fabric.link.rate)", "line rate (each direction)", "fabtwin"},
+        {"delay", ParamType::Time, "(fabric.link.delay)", "propagation delay", "fabtwin"},
     }};
 
 const ParamGroup kLinkParams{
@@ -79,6 +133,13 @@ int Topology::add_node(Tier tier, std::string name, int rail) {
   peers.emplace_back();
   if (kind == NodeKind::Host) ++hosts;
   return static_cast<int>(nodes.size()) - 1;
+}
+
+int Topology::node_named(const std::string& name) const {
+  for (size_t v = 0; v < nodes.size(); ++v) {
+    if (nodes[v].name == name) return static_cast<int>(v);
+  }
+  return -1;
 }
 
 void Topology::connect(int a, int b, BitsPerSec rate, Time delay) {
@@ -242,7 +303,123 @@ Topology build_rail_optimized(int nodes, int gpus_per_node, int nics_per_node, i
   return t;
 }
 
-Topology read_topology(const nlohmann::json& scenario) {
+Topology build_ring(int switches, int hosts_per_switch, BitsPerSec rate, Time delay) {
+  Topology t;
+  t.kind = "ring";
+  for (int h = 0; h < switches * hosts_per_switch; ++h) {
+    t.add_node(Tier::Host, std::string("h").append(std::to_string(h)));
+  }
+  const int first = t.hosts;
+  for (int s = 0; s < switches; ++s) {
+    t.add_node(Tier::Leaf, std::string("s").append(std::to_string(s)));
+  }
+  for (int h = 0; h < t.hosts; ++h) t.connect(first + h / hosts_per_switch, h, rate, delay);
+  for (int s = 0; s < switches; ++s) t.connect(first + s, first + (s + 1) % switches, rate, delay);
+  return t;
+}
+
+namespace {
+
+const nlohmann::json& graph_list(const nlohmann::json& graph, const char* key,
+                                 const std::string& path) {
+  static const nlohmann::json empty = nlohmann::json::array();
+  if (!graph.contains(key)) throw ScenarioError(path + "." + key, "required, but missing");
+  const nlohmann::json& list = graph[key];
+  if (!list.is_array()) {
+    throw ScenarioError(path + "." + key, "expected a list, found " + json_text(list));
+  }
+  return list.empty() ? empty : list;
+}
+
+// A graph topology from its three lists (`path` names where they are, for errors).
+Topology build_graph(const nlohmann::json& graph, const std::string& path, BitsPerSec rate,
+                     Time delay) {
+  const nlohmann::json& switches = graph_list(graph, "switches", path);
+  const nlohmann::json& hosts = graph_list(graph, "hosts", path);
+  const nlohmann::json& links = graph_list(graph, "links", path);
+  Topology t;
+  t.kind = "graph";
+  std::map<std::string, std::string> where;  // name -> the path that declared it
+  auto declare = [&](ParamReader& r) {
+    const std::string name = r.text("name");
+    if (name.empty()) throw ScenarioError(r.path_of("name"), "expected a name, found \"\"");
+    if (const auto it = where.find(name); it != where.end()) {
+      throw ScenarioError(r.path_of("name"), "expected a unique name, found \"" + name +
+                                                 "\" again (first at " + it->second + ")");
+    }
+    where[name] = r.path_of("name");
+    return name;
+  };
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    ParamReader r(hosts[i], path + ".hosts[" + std::to_string(i) + "]", kGraphHostParams);
+    t.add_node(Tier::Host, declare(r));
+    r.finish();
+  }
+  for (size_t i = 0; i < switches.size(); ++i) {
+    ParamReader r(switches[i], path + ".switches[" + std::to_string(i) + "]", kGraphSwitchParams);
+    const std::string name = declare(r);
+    const std::string tier = r.choice("tier");
+    t.add_node(tier == "core" ? Tier::Core : tier == "spine" ? Tier::Spine : Tier::Leaf, name);
+    r.finish();
+  }
+  if (t.hosts < 2) {
+    throw ScenarioError(path + ".hosts",
+                        "expected at least 2 hosts, found " + std::to_string(t.hosts));
+  }
+  if (t.nodes.size() == static_cast<size_t>(t.hosts)) {
+    throw ScenarioError(path + ".switches", "expected at least 1 switch, found none");
+  }
+  std::vector<std::string> host_link(t.hosts);  // the path of each host's link
+  for (size_t i = 0; i < links.size(); ++i) {
+    ParamReader r(links[i], path + ".links[" + std::to_string(i) + "]", kGraphLinkParams);
+    int end[2];
+    const char* keys[2] = {"a", "b"};
+    for (int k = 0; k < 2; ++k) {
+      const std::string name = r.text(keys[k]);
+      end[k] = t.node_named(name);
+      if (end[k] < 0) {
+        throw ScenarioError(r.path_of(keys[k]), "expected the name of a switch or host listed in " +
+                                                    path + ".switches or .hosts, found \"" + name +
+                                                    "\"");
+      }
+    }
+    if (end[0] == end[1]) {
+      throw ScenarioError(r.path_of("b"), "expected another node than a (" + t.nodes[end[0]].name +
+                                              "), found the same");
+    }
+    for (int k = 0; k < 2; ++k) {
+      if (t.nodes[end[k]].kind != NodeKind::Host) continue;
+      if (t.nodes[end[1 - k]].kind == NodeKind::Host) {
+        throw ScenarioError(r.path_of(keys[1 - k]),
+                            "expected a switch: hosts link to switches, found host \"" +
+                                t.nodes[end[1 - k]].name + "\"");
+      }
+      if (!host_link[end[k]].empty()) {
+        throw ScenarioError(r.path_of(keys[k]),
+                            "expected one link per host (a host is one NIC port), found a "
+                            "second link of \"" +
+                                t.nodes[end[k]].name + "\" (first at " + host_link[end[k]] + ")");
+      }
+      host_link[end[k]] = r.path();
+    }
+    const BitsPerSec link_rate = r.has("rate") ? r.rate("rate") : rate;
+    const Time link_delay = r.has("delay") ? r.time("delay") : delay;
+    r.finish();
+    t.connect(end[0], end[1], link_rate, link_delay);
+  }
+  for (int h = 0; h < t.hosts; ++h) {
+    if (host_link[h].empty()) {
+      throw ScenarioError(path + ".hosts[" + std::to_string(h) + "]",
+                          "expected a link from host \"" + t.nodes[h].name + "\" to a switch in " +
+                              path + ".links, found none");
+    }
+  }
+  return t;
+}
+
+}  // namespace
+
+Topology read_topology(const nlohmann::json& scenario, const std::filesystem::path& dir) {
   const nlohmann::json& fabric =
       scenario.contains("fabric") ? scenario["fabric"] : nlohmann::json();
   const nlohmann::json link_section =
@@ -287,6 +464,44 @@ Topology read_topology(const nlohmann::json& scenario) {
     const int spines = static_cast<int>(r.integer("spines"));
     const BitsPerSec uplink = r.has("uplink_rate") ? r.rate("uplink_rate") : rate;
     t = build_rail_optimized(nodes, gpus, nics, per_leaf, spines, rate, uplink, delay);
+  } else if (type == "ring") {
+    t = build_ring(static_cast<int>(r.integer("switches")),
+                   static_cast<int>(r.integer("hosts_per_switch")), rate, delay);
+  } else if (type == "graph") {
+    if (r.has("file")) {
+      const std::string name = r.text("file");
+      for (const char* key : {"switches", "hosts", "links"}) {
+        if (r.has(key)) {
+          throw ScenarioError(r.path_of(key),
+                              "expected either topology.file or the lists in "
+                              "the scenario, found both");
+        }
+      }
+      const std::filesystem::path file = dir / name;
+      std::ifstream in(file);
+      if (!in) {
+        throw ScenarioError(r.path_of("file"),
+                            "expected a readable JSON file, found none at " + file.string());
+      }
+      const std::string path = r.path_of("file") + "(" + name + ")";
+      const nlohmann::json graph = nlohmann::json::parse(in, nullptr, false);
+      if (!graph.is_object()) {
+        throw ScenarioError(path, "expected a JSON object with switches, hosts and links");
+      }
+      for (const auto& [key, value] : graph.items()) {
+        if (key != "switches" && key != "hosts" && key != "links" && key != "description") {
+          throw ScenarioError(path + "." + key,
+                              "unknown key; a graph file takes switches, hosts, links (and "
+                              "description)");
+        }
+      }
+      t = build_graph(graph, path, rate, delay);
+    } else {
+      r.raw("switches");
+      r.raw("hosts");
+      r.raw("links");
+      t = build_graph(section, "topology", rate, delay);
+    }
   } else {
     const int64_t k = r.integer("k");
     if (k % 2 != 0)

@@ -1,7 +1,9 @@
 // The fabric's wiring: hosts and switches, their ports, and full-duplex links between ports.
-// Builders for a star, a two-tier leaf-spine, a k-ary fat-tree and a rail-optimized GPU cluster.
+// Builders for a star, a two-tier leaf-spine, a k-ary fat-tree, a rail-optimized GPU cluster, a
+// ring of switches and a free-form graph of named switches, hosts and links.
 #pragma once
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -64,6 +66,8 @@ struct Topology {
   // A node of `tier` (hosts are Tier::Host, everything else a switch).
   int add_node(Tier tier, std::string name, int rail = -1);
   const PortPeer& peer(int node, int port) const { return peers[node][port]; }
+  // The node of that name, or -1.
+  int node_named(const std::string& name) const;
   // Connects the next free port of `a` to the next free port of `b`.
   void connect(int a, int b, BitsPerSec rate, Time delay);
 };
@@ -80,10 +84,19 @@ Topology build_fat_tree(int k, BitsPerSec rate, Time delay);
 Topology build_rail_optimized(int nodes, int gpus_per_node, int nics_per_node, int nodes_per_leaf,
                               int spines, BitsPerSec host_rate, BitsPerSec uplink_rate, Time delay);
 
-// Reads `topology` and `fabric.link` from a scenario and builds the wiring.
-Topology read_topology(const nlohmann::json& scenario);
+// `switches` switches "s0".. in a ring (switch i linked to i+1 mod N), each with
+// `hosts_per_switch` hosts ("h0".., host j on switch j / hosts_per_switch); all leaves. A
+// switch's ports face its hosts first, then the ring.
+Topology build_ring(int switches, int hosts_per_switch, BitsPerSec rate, Time delay);
+
+// Reads `topology` and `fabric.link` from a scenario and builds the wiring. A graph topology's
+// `file` is read relative to `dir` (the scenario's directory).
+Topology read_topology(const nlohmann::json& scenario, const std::filesystem::path& dir = {});
 
 extern const ParamGroup kTopologyParams;
 extern const ParamGroup kLinkParams;
+extern const ParamGroup kGraphSwitchParams;  // topology.switches[] of a graph
+extern const ParamGroup kGraphHostParams;    // topology.hosts[]
+extern const ParamGroup kGraphLinkParams;    // topology.links[]
 
 }  // namespace fabtwin

@@ -131,9 +131,10 @@ struct EgressPort {
   // Called with the frame taken from queue `priority` after select().
   void charge(int priority, int frame) { deficit[priority] -= frame; }
 
-  void enqueue(Packet* p, uint16_t ingress = 0) {
+  // `ingress_priority`: the priority group the frame is accounted to at its ingress (a switch's).
+  void enqueue(Packet* p, uint16_t ingress = 0, uint8_t ingress_priority = 0) {
     PacketFifo& q = queues[p->priority];
-    q.push(p, ingress);
+    q.push(p, ingress, ingress_priority);
     backlog |= static_cast<uint8_t>(1u << p->priority);
     PriorityCounters& c = counters[p->priority];
     if (q.bytes() > c.max_queue_bytes) c.max_queue_bytes = q.bytes();

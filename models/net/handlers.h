@@ -31,6 +31,8 @@ namespace switch_handler {
 enum : uint32_t {
   kPauseExpired = 8,  // index = port, data = priority
   kPauseRefresh = 9,  // index = port
+  kLinkState = 10,    // index = port, data = 1 up / 0 down
+  kRouteUpdate = 11,  // data = index into the switch's own list of route updates
   kSample = kBackgroundHandler | 1,
   kWatchdog = kBackgroundHandler | 2,  // index = port: the PFC watchdog polls its queues
 };
@@ -46,6 +48,7 @@ enum : uint32_t {
   kRxDrained = 11,       // the head of the receive buffer has been processed
   kRxPauseRefresh = 12,  // re-send XOFF while the receive buffer stays full
   kCcTimer = 13,         // data = requester QP whose congestion control asked for a callback
+  kLinkState = 14,       // data = 1 up / 0 down (the NIC's one link)
   kAckTimeout = kBackgroundHandler | 8,  // data = requester QP
   kRateSample = kBackgroundHandler | 9,
   kWatchdog = kBackgroundHandler | 10,  // the PFC watchdog polls the NIC's send queues
@@ -70,6 +73,8 @@ inline constexpr uint32_t kSwitch[] = {kPacketArrival,
                                        kTransmitDone,
                                        switch_handler::kPauseExpired,
                                        switch_handler::kPauseRefresh,
+                                       switch_handler::kLinkState,
+                                       switch_handler::kRouteUpdate,
                                        switch_handler::kSample,
                                        switch_handler::kWatchdog};
 inline constexpr uint32_t kHostNic[] = {kPacketArrival,
@@ -80,6 +85,7 @@ inline constexpr uint32_t kHostNic[] = {kPacketArrival,
                                         nic_handler::kRxDrained,
                                         nic_handler::kRxPauseRefresh,
                                         nic_handler::kCcTimer,
+                                        nic_handler::kLinkState,
                                         nic_handler::kAckTimeout,
                                         nic_handler::kRateSample,
                                         nic_handler::kWatchdog,

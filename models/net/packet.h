@@ -31,9 +31,13 @@ struct Packet {
   uint8_t dscp : 6 = 0;
   bool ece : 1 = false;  // ACK/NAK: data it answers arrived CE-marked (ECN echo)
   Ecn ecn = Ecn::NotEct;
-  uint16_t ingress_port = 0;  // set by a switch on arrival
-  uint16_t home = 0;          // the pool (partition) it belongs to
-  uint32_t message = 0;       // connection QPs: on a message's last packet, 1 + its index on the QP
+  // IP TTL, counted down from 255 by every switch that checks it. The TTL NICs send with,
+  // routing.ttl, is applied there: a switch drops the frame once it has crossed routing.ttl
+  // switches (255 - ttl >= routing.ttl), the hop at which the real TTL would reach 0. A constant
+  // start costs the sender nothing.
+  uint8_t ttl = 255;
+  uint16_t home = 0;     // the pool (partition) it belongs to
+  uint32_t message = 0;  // connection QPs: on a message's last packet, 1 + its index on the QP
   // Data and CNP: when the NIC put it on the wire. ACK/NAK: the timestamp of the data packet
   // that triggered it, echoed for the requester's RTT sample.
   Time timestamp{};

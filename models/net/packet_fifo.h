@@ -15,6 +15,9 @@ struct QueuedPacket {
   Packet* packet;
   int32_t frame;
   uint16_t ingress;  // port it arrived on (the switch's buffer accounts it there)
+  // The priority it arrived with, its ingress priority group: the queue's own priority unless
+  // the switch rewrote it (routing.priority_rewrite).
+  uint8_t ingress_priority;
 };
 
 class PacketFifo {
@@ -33,9 +36,9 @@ class PacketFifo {
     return ring_[(head_ + i) & (ring_.size() - 1)];
   }
 
-  void push(Packet* p, uint16_t ingress = 0) {
+  void push(Packet* p, uint16_t ingress = 0, uint8_t ingress_priority = 0) {
     if (size_ == ring_.size()) grow();
-    ring_[(head_ + size_) & (ring_.size() - 1)] = {p, p->frame, ingress};
+    ring_[(head_ + size_) & (ring_.size() - 1)] = {p, p->frame, ingress, ingress_priority};
     ++size_;
     bytes_ += p->frame;
   }

@@ -19,7 +19,8 @@ namespace fabtwin {
     "Ethernet frame bytes transmitted (headers + payload + FCS).")                              \
   X(int64_t, drops, "drops", Sum, "packets",                                                    \
     "Frames dropped at this port, any cause, counted where the cause lies: "                    \
-    "`drops_egress + drops_headroom + watchdog_drops`.")                                        \
+    "`drops_egress + drops_headroom + drops_ttl + drops_link_down + drops_unroutable + "        \
+    "watchdog_drops`.")                                                                         \
   X(int64_t, drop_bytes, "drop_bytes", Sum, "B", "Frame bytes of those drops.")                 \
   X(int64_t, drops_egress, "drops_egress", Sum, "packets",                                      \
     "Lossy frames headed out of this port and dropped because their queue was at its dynamic "  \
@@ -27,6 +28,16 @@ namespace fabtwin {
   X(int64_t, drops_headroom, "drops_headroom", Sum, "packets",                                  \
     "Lossless frames that arrived on this port and were dropped because their (port, "          \
     "priority) group's PFC headroom was full. Non-zero means the headroom is too small.")       \
+  X(int64_t, drops_ttl, "drops_ttl", Sum, "packets",                                            \
+    "Frames that arrived on this port and were dropped because their IP TTL reached 0 at this " \
+    "switch (a routing loop; routing.ttl).")                                                    \
+  X(int64_t, drops_link_down, "drops_link_down", Sum, "packets",                                \
+    "Frames lost because this port's link was down: queued at this egress when it failed, "     \
+    "routed to it while down, or in flight toward this port when it failed (counted at the "    \
+    "receiving end, on the priority they were sent with).")                                     \
+  X(int64_t, drops_unroutable, "drops_unroutable", Sum, "packets",                              \
+    "Frames that arrived on this port and were dropped because this switch had no route to "    \
+    "their destination (an unreachable host after link failures).")                             \
   X(int64_t, max_queue_bytes, "max_queue_bytes", Max, "B",                                      \
     "Deepest the queue got (frames waiting, not the one on the wire).")                         \
   X(int64_t, ecn_marks, "ecn_marks", Sum, "packets",                                            \

@@ -6,12 +6,39 @@ namespace fabtwin {
 
 using namespace switch_handler;
 
+namespace {
+// Whether a table needs the checked path: per-priority entries, rewrites or a missing route.
+bool needs_checks(const ForwardingTable& t) {
+  if (!t.priority_offsets.empty() || !t.rewrites.empty()) return true;
+  for (size_t i = 0; i + 1 < t.offsets.size(); ++i) {
+    if (t.offsets[i] == t.offsets[i + 1]) return true;
+  }
+  return false;
+}
+}  // namespace
+
 Switch::Switch(std::string name, PacketPool& pool, ForwardingTable forwarding, int node,
                const SwitchConfig& config)
     : NetworkNode(std::move(name), pool, {kPauseExpired, kPauseRefresh, kWatchdog}),
       forwarding_(std::move(forwarding)),
       config_(config) {
   ecmp_salt_ = static_cast<uint32_t>(mix64(static_cast<uint64_t>(node), 0xEC3B));
+  checked_ = needs_checks(forwarding_);
+  rewrites_ = !forwarding_.rewrites.empty();
+  for (int dscp = 63; dscp >= 0; --dscp) {
+    priority_dscp_[config_.dscp_to_priority[dscp]] = static_cast<uint8_t>(dscp);
+  }
+}
+
+void Switch::add_link_change(Time at, uint32_t port, bool up) {
+  links_change_ = checked_ = true;
+  link_changes_.emplace_back(at, port, up);
+}
+
+void Switch::add_route_update(Time at, ForwardingTable table) {
+  checked_ = checked_ || needs_checks(table);
+  rewrites_ = rewrites_ || !table.rewrites.empty();
+  route_updates_.emplace_back(at, std::move(table));
 }
 
 void Switch::begin() {
@@ -36,6 +63,61 @@ void Switch::begin() {
   if (config_.queue_sample_interval.ps > 0) {
     schedule_self(now() + config_.queue_sample_interval, kSample, 0);
   }
+  if (links_change_) {
+    link_down_.assign(ports_.size(), 0);
+    last_change_.assign(ports_.size(), Time{-1});
+  }
+  for (const auto& [at, port, up] : link_changes_) {
+    schedule_self(at, make_kind(kLinkState, port), up ? 1 : 0);
+  }
+  for (size_t i = 0; i < route_updates_.size(); ++i) {
+    schedule_self(route_updates_[i].first, kRouteUpdate, i);
+  }
+}
+
+void Switch::drop(PriorityCounters& c, int64_t PriorityCounters::*cause, Packet* p) {
+  ++c.drops;
+  c.drop_bytes += p->frame;
+  ++(c.*cause);
+  pool_.release(p);
+}
+
+// A frame that was on the link of `port` when it failed or recovered, or arrives while it is
+// down, is lost (counted here, at the receiving end; the sender may have sent it onto the down
+// link). PFC frames are lost uncounted.
+bool Switch::lost_in_flight(uint32_t port, Packet* p) {
+  const Time sent = now() - ports_[port].delay - ports_[port].wire_time(p->frame);
+  if (!link_down_[port] && last_change_[port] <= sent) return false;
+  if (p->type == PacketType::Pause) {
+    pool_.release(p);
+  } else {
+    drop(ports_[port].counters[p->priority], &PriorityCounters::drops_link_down, p);
+  }
+  return true;
+}
+
+// The link of `port` fails (its queued frames are lost and its PFC state is cleared: the
+// peer's pauses of this egress end, and this port stops pausing the peer) or recovers.
+void Switch::set_link(uint32_t index, bool up) {
+  EgressPort& port = ports_[index];
+  if (up != static_cast<bool>(link_down_[index])) return;  // no change
+  link_down_[index] = up ? 0 : 1;
+  last_change_[index] = now();
+  if (up) return;
+  PauseSender& sender = pause_senders_[index];
+  for (int prio = 0; prio < kPriorities; ++prio) {
+    if (sender.pausing(prio)) sender.stop(prio);
+    port.close_pause(prio, now());
+    port.paused_until[prio] = port.paused_since[prio] = now();
+  }
+  port.pending_pause.clear();
+  for (int prio = 0; prio < kPriorities; ++prio) {
+    while (!port.queues[prio].empty()) {
+      const QueuedPacket q = port.dequeue(prio);
+      drop(port.counters[prio], &PriorityCounters::drops_link_down, q.packet);
+      release(q, index, rewrites_ ? q.ingress_priority : prio, prio);
+    }
+  }
 }
 
 int64_t Switch::headroom_overflows() const {
@@ -46,27 +128,19 @@ int64_t Switch::headroom_overflows() const {
   return n;
 }
 
-void Switch::on_arrival(uint32_t in_port, Packet* p) {
-  if (p->type == PacketType::Pause) {
-    if (config_.pfc) receive_pause(in_port, *p);  // PFC off: pause frames are ignored
-    pool_.release(p);
-    return;
-  }
-  const int prio = config_.dscp_to_priority[p->dscp];  // trust DSCP
-  p->priority = static_cast<uint8_t>(prio);
-  const auto hops = forwarding_.next_hops(static_cast<int>(p->dst_host));
-  const uint32_t out =
-      hops.size() == 1 ? hops[0] : hops[ecmp_pick(p->ecmp_hash, ecmp_salt_, hops.size())];
+// Admits a frame that arrived on `in_port` with priority `prio` to egress `out`, queue `queue`.
+[[gnu::always_inline]] inline void Switch::forward(uint32_t in_port, Packet* p, int prio,
+                                                   uint32_t out, int queue) {
   EgressPort& port = ports_[out];
   if (port.watchdog_drop >> prio & 1) [[unlikely]] {  // the PFC watchdog drops this queue
     watchdog_discard(port, prio, p, p->frame);
     return;
   }
   const Admission verdict =
-      buffer_->admit(static_cast<int>(in_port), prio, static_cast<int>(out), prio, p->frame);
+      buffer_->admit(static_cast<int>(in_port), prio, static_cast<int>(out), queue, p->frame);
   if (verdict != Admission::Admitted) {
     const bool headroom = verdict == Admission::HeadroomOverflow;
-    PriorityCounters& c = (headroom ? ports_[in_port] : port).counters[prio];
+    PriorityCounters& c = headroom ? ports_[in_port].counters[prio] : port.counters[queue];
     ++c.drops;
     c.drop_bytes += p->frame;
     ++(headroom ? c.drops_headroom : c.drops_egress);
@@ -84,12 +158,77 @@ void Switch::on_arrival(uint32_t in_port, Packet* p) {
       lapse_resend(in_port, sender, prio);  // the last XOFF ran out: the peer sends again
     }
   }
-  if (config_.mark_at_enqueue) maybe_mark(port, prio, p, port.queues[prio].bytes());
-  port.enqueue(p, static_cast<uint16_t>(in_port));
+  if (config_.mark_at_enqueue) maybe_mark(port, queue, p, port.queues[queue].bytes());
+  port.enqueue(p, static_cast<uint16_t>(in_port), static_cast<uint8_t>(prio));
   if (port_free(out)) {
     start_transmission(out);
   } else {
     request_transmit_done(out);
+  }
+}
+
+void Switch::on_arrival(uint32_t in_port, Packet* p) {
+  if (checked_) {
+    on_arrival_checked(in_port, p);
+    return;
+  }
+  if (p->type == PacketType::Pause) {
+    if (config_.pfc) receive_pause(in_port, *p);  // PFC off: pause frames are ignored
+    pool_.release(p);
+    return;
+  }
+  const int prio = config_.dscp_to_priority[p->dscp];  // trust DSCP
+  p->priority = static_cast<uint8_t>(prio);
+  const auto hops = forwarding_.next_hops(static_cast<int>(p->dst_host));
+  const uint32_t out =
+      hops.size() == 1 ? hops[0] : hops[ecmp_pick(p->ecmp_hash, ecmp_salt_, hops.size())];
+  forward(in_port, p, prio, out, prio);
+}
+
+// The same with everything a plain fabric cannot meet: link state, TTL, per-priority routes, a
+// missing route, a priority rewrite.
+void Switch::on_arrival_checked(uint32_t in_port, Packet* p) {
+  if (links_change_ && lost_in_flight(in_port, p)) return;
+  if (p->type == PacketType::Pause) {
+    if (config_.pfc) receive_pause(in_port, *p);
+    pool_.release(p);
+    return;
+  }
+  const int prio = config_.dscp_to_priority[p->dscp];
+  p->priority = static_cast<uint8_t>(prio);
+  if (--p->ttl <= ttl_floor_) {
+    drop(ports_[in_port].counters[prio], &PriorityCounters::drops_ttl, p);
+    return;
+  }
+  const auto hops = forwarding_.next_hops(static_cast<int>(p->dst_host), prio);
+  uint32_t out;
+  if (hops.size() == 1) {
+    out = hops[0];
+  } else if (hops.empty()) {
+    drop(ports_[in_port].counters[prio], &PriorityCounters::drops_unroutable, p);
+    return;
+  } else {
+    out = hops[ecmp_pick(p->ecmp_hash, ecmp_salt_, static_cast<uint32_t>(hops.size()))];
+  }
+  if (links_change_ && link_down_[out]) {  // routes not yet recomputed after a failure
+    drop(ports_[out].counters[prio], &PriorityCounters::drops_link_down, p);
+    return;
+  }
+  // The egress queue: the arrival priority, unless this hop rewrites it (the frame then
+  // carries a DSCP of the new priority, which the next hop classifies it by).
+  const int queue = forwarding_.rewrite(static_cast<int>(in_port), prio);
+  if (queue != prio) {
+    p->priority = static_cast<uint8_t>(queue);
+    p->dscp = priority_dscp_[queue];
+  }
+  forward(in_port, p, prio, out, queue);
+}
+
+[[gnu::always_inline]] inline void Switch::release(const QueuedPacket& q, uint32_t port_index,
+                                                   int group, int prio) {
+  buffer_->release(q.ingress, group, static_cast<int>(port_index), prio, q.frame);
+  if (pause_senders_[q.ingress].pausing(group) && buffer_->should_resume(q.ingress, group)) {
+    resume_upstream(q.ingress, pause_senders_[q.ingress], group);
   }
 }
 
@@ -116,13 +255,22 @@ void Switch::start_transmission(uint32_t port_index) {
   }
   const int prio = port.select(now());
   if (prio < 0) return;  // empty, or everything waiting is paused (the expiry or XON restarts it)
+  // The frame leaves its ingress group: the arrival priority, which is the queue's unless this
+  // switch rewrites priorities.
+  if (rewrites_) [[unlikely]] {
+    dequeue(port_index, prio, port.queues[prio].front().ingress_priority);
+  } else {
+    dequeue(port_index, prio, prio);
+  }
+}
+
+// Sends the head of queue `prio` of `port_index`, whose frame came from ingress group `group`.
+[[gnu::always_inline]] inline void Switch::dequeue(uint32_t port_index, int prio, int group) {
+  EgressPort& port = ports_[port_index];
   const QueuedPacket q = port.dequeue(prio);
   port.charge(prio, q.frame);
   if (!config_.mark_at_enqueue) maybe_mark(port, prio, q.packet, port.queues[prio].bytes());
-  buffer_->release(q.ingress, prio, static_cast<int>(port_index), prio, q.frame);
-  if (pause_senders_[q.ingress].pausing(prio) && buffer_->should_resume(q.ingress, prio)) {
-    resume_upstream(q.ingress, pause_senders_[q.ingress], prio);
-  }
+  release(q, port_index, group, prio);
   transmit(port_index, q.packet, q.frame, prio);
   if (port.has_backlog()) request_transmit_done(port_index);
 }
@@ -164,6 +312,12 @@ void Switch::on_timer(const Event& e) {
       refresh_pauses(index, pause_senders_[index], [&](int prio) {
         return buffer_->should_resume(static_cast<int>(index), prio);
       });
+      break;
+    case kLinkState:
+      set_link(index, e.data != 0);
+      break;
+    case kRouteUpdate:
+      forwarding_ = route_updates_[e.data].second;
       break;
     case kWatchdog:
       watchdog_poll(index);

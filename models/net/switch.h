@@ -1,5 +1,7 @@
 // A store-and-forward Ethernet switch. An arriving frame is classified by DSCP to a priority,
-// routed (ECMP over equal-cost ports), and admitted by the shared-buffer MMU; lossless
+// has its TTL decremented (dropped at 0), is routed (ECMP over equal-cost ports, per priority
+// where a static route says so), may move to another priority (Tagger-style rewrite), and is
+// admitted by the shared-buffer MMU; lossless
 // priorities send PFC XOFF/XON upstream as their ingress groups cross the MMU's thresholds.
 // Egress queues are served strict-priority then DWRR, skip priorities paused by the peer, and
 // mark ECN (RED) at dequeue or enqueue.
@@ -31,9 +33,26 @@ class Switch final : public NetworkNode {
   Switch(std::string name, PacketPool& pool, ForwardingTable forwarding, int node,
          const SwitchConfig& config);
 
+  // Before begin(): the link of `port` goes down or up at `at`, and the switch installs
+  // `table` at `at` (routes recomputed after link events).
+  void add_link_change(Time at, uint32_t port, bool up);
+  void add_route_update(Time at, ForwardingTable table);
+
   // Sizes the buffer once the ports are wired (headroom depends on each port's link) and
-  // schedules the first sample; call once the switch is added to a simulator.
+  // schedules the first sample and the link changes and route updates; call once the switch is
+  // added to a simulator.
   void begin();
+
+  // Every frame takes the checked path (TTL; set when a frame's TTL can run out on its route).
+  // A switch takes it by itself when its table has per-priority entries, rewrites or a missing
+  // route, or its links change.
+  void check_every_frame(int ttl) {
+    checked_ = true;
+    ttl_floor_ = 255 - ttl;
+  }
+
+  const ForwardingTable& forwarding() const { return forwarding_; }
+  bool link_up(uint32_t port) const { return link_down_.empty() || !link_down_[port]; }
 
   const SharedBuffer& buffer() const { return *buffer_; }
   int64_t headroom_overflows() const;
@@ -51,8 +70,25 @@ class Switch final : public NetworkNode {
   void start_transmission(uint32_t port);
   void maybe_mark(EgressPort& port, int priority, Packet* p, int64_t queue_bytes);
   Time refresh_interval(uint32_t port) const;
+  void drop(PriorityCounters& c, int64_t PriorityCounters::*cause, Packet* p);
+  void on_arrival_checked(uint32_t port, Packet* p);
+  void forward(uint32_t in_port, Packet* p, int prio, uint32_t out, int queue);
+  void release(const QueuedPacket& q, uint32_t port_index, int group, int prio);
+  void dequeue(uint32_t port_index, int prio, int group);
+  bool lost_in_flight(uint32_t port, Packet* p);
+  void set_link(uint32_t port, bool up);
 
   ForwardingTable forwarding_;
+  bool checked_ = false;   // frames take on_arrival_checked()
+  bool rewrites_ = false;  // some table rewrites priorities: queues' ingress groups differ
+  int ttl_floor_ = -1;     // 255 - routing.ttl where the TTL can run out (never otherwise)
+  // Link failures: only a switch with link changes scheduled checks link state per frame.
+  bool links_change_ = false;
+  std::vector<uint8_t> link_down_;  // [port]: 1 while its link is down
+  std::vector<Time> last_change_;   // [port]: when its link last went down or up
+  std::vector<std::tuple<Time, uint32_t, bool>> link_changes_;  // (time, port, up)
+  std::vector<std::pair<Time, ForwardingTable>> route_updates_;
+  std::array<uint8_t, kPriorities> priority_dscp_{};  // the lowest DSCP mapped to each priority
   uint32_t ecmp_salt_;
   SwitchConfig config_;
   std::unique_ptr<SharedBuffer> buffer_;

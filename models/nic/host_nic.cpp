@@ -204,6 +204,39 @@ void HostNic::notify_host(uint32_t kind, uint32_t connection, uint64_t sequence)
            static_cast<uint64_t>(connection) << 32 | sequence);
 }
 
+void HostNic::add_link_change(Time at, bool up) {
+  links_change_ = true;
+  link_changes_.emplace_back(at, up);
+}
+
+// The link fails (frames queued at the port are lost, and its PFC state is cleared) or
+// recovers (the NIC sends again).
+void HostNic::set_link(bool up) {
+  EgressPort& port = ports_[0];
+  if (up != link_down_) return;  // no change
+  link_down_ = !up;
+  last_change_ = now();
+  if (up) {
+    pump();
+    return;
+  }
+  PauseSender& sender = rx_buffer_.pause_sender();
+  for (int prio = 0; prio < kPriorities; ++prio) {
+    if (sender.pausing(prio)) sender.stop(prio);
+    port.close_pause(prio, now());
+    port.paused_until[prio] = port.paused_since[prio] = now();
+    while (!port.queues[prio].empty()) {
+      const QueuedPacket q = port.dequeue(prio);
+      PriorityCounters& c = port.counters[prio];
+      ++c.drops;
+      c.drop_bytes += q.frame;
+      ++c.drops_link_down;
+      pool_.release(q.packet);
+    }
+  }
+  port.pending_pause.clear();
+}
+
 void HostNic::begin() {
   // The receive buffer re-sends its XOFFs every fabric.pfc.refresh_interval, as switches do
   // (auto, or none given: half the pause time).
@@ -241,6 +274,7 @@ void HostNic::begin() {
   if (!start_order_.empty()) {
     schedule_self(send_qps_[start_order_[0]].flow.start, kFlowStart, 0);
   }
+  for (const auto& [at, up] : link_changes_) schedule_self(at, kLinkState, up ? 1 : 0);
 }
 
 void HostNic::activate(uint32_t qp) {
@@ -337,6 +371,9 @@ void HostNic::on_timer(const Event& e) {
     case kPauseExpired:
       pause_expired(0, static_cast<int>(e.data));
       break;
+    case kLinkState:
+      set_link(e.data != 0);
+      break;
     case kWatchdog:
       watchdog_poll(0);
       break;
@@ -376,6 +413,10 @@ void HostNic::on_transmit_done(uint32_t) {
 
 void HostNic::pump() {
   EgressPort& port = ports_[0];
+  if (link_down_) {  // nothing crosses a down link
+    port.pending_pause.clear();
+    return;
+  }
   if (!port_free(0)) {
     request_transmit_done(0);
     return;
@@ -467,6 +508,19 @@ bool HostNic::watchdog_backlog(uint32_t, int priority) const {
 }
 
 void HostNic::on_arrival(uint32_t, Packet* p) {
+  if (links_change_) {  // lost if the link is down, or went down or up while the frame was on it
+    const Time sent = now() - ports_[0].delay - ports_[0].wire_time(p->frame);
+    if (link_down_ || last_change_ > sent) {
+      if (p->type != PacketType::Pause) {
+        PriorityCounters& c = ports_[0].counters[p->priority];
+        ++c.drops;
+        c.drop_bytes += p->frame;
+        ++c.drops_link_down;
+      }
+      pool_.release(p);
+      return;
+    }
+  }
   if (p->type == PacketType::Data && rx_buffer_.enabled()) {
     // A slow receiver: the packet waits its turn in the receive buffer (released when drained).
     if (rx_buffer_.push(p)) schedule_self(now() + rx_buffer_.head_drain_time(), kRxDrained, 0);

@@ -78,6 +78,10 @@ class HostNic final : public NetworkNode {
   uint32_t add_connection_receive_qp(uint32_t connection, int src, int dscp, uint32_t sender_qp,
                                      uint32_t lane, uint32_t lanes);
   void set_host(ComponentId host) { host_component_ = host; }
+  // Before begin(): the NIC's link goes down or up at `at`. While it is down the NIC sends
+  // nothing (its queue pairs time out and go back once it is up again).
+  void add_link_change(Time at, bool up);
+  bool link_up() const { return !link_down_; }
   // Schedules the first flow start; call once the NIC is added to a simulator.
   void begin();
 
@@ -129,6 +133,7 @@ class HostNic final : public NetworkNode {
   void post_message(uint32_t qp, int64_t bytes);
   void notify_host(uint32_t kind, uint32_t connection, uint64_t sequence);
   void notify_acked_messages(RequesterQp& qp);
+  void set_link(bool up);
 
   int host_;
   NicConfig config_;
@@ -146,6 +151,10 @@ class HostNic final : public NetworkNode {
   std::vector<RateSample> rate_samples_;
   std::vector<std::pair<unsigned __int128, size_t>> sample_events_;  // for undoing
   int64_t data_packets_sent_ = 0;
+  bool links_change_ = false;
+  bool link_down_ = false;
+  Time last_change_{-1};  // the link last went down or up
+  std::vector<std::pair<Time, bool>> link_changes_;
   Time dma_ready_{};  // tx_dma_rate: the next payload has been read from host memory
   ComponentId host_component_ = 0;
 };

@@ -156,6 +156,27 @@ nlohmann::json scenario_json_schema(const std::vector<const ParamGroup*>& groups
       continue;
     }
     if (g->path == "fabric") continue;  // its members are groups of their own
+    // "routing.static[]": the entries of a list (a top-level one, like events, has no key of
+    // its own). A key that is a number in other configurations (topology.switches of a ring)
+    // takes either.
+    if (g->path.size() > 2 && g->path.find('[') == g->path.size() - 2) {
+      const auto parts = split(g->path.substr(0, g->path.size() - 2), '.');
+      nlohmann::json* node = &props;
+      for (size_t i = 0; i + 1 < parts.size(); ++i) node = &(*node)[parts[i]]["properties"];
+      nlohmann::json& entry = (*node)[parts.back()];
+      const nlohmann::json list = {{"type", "array"}, {"items", group_schema(*g)}};
+      if (entry.is_null()) {
+        entry = list;
+        entry["description"] = g->title;
+      } else if (entry.contains("type")) {
+        nlohmann::json other = entry;
+        other.erase("description");
+        entry = {{"description", entry["description"]}, {"anyOf", {other, list}}};
+      } else {
+        entry.update(list);
+      }
+      continue;
+    }
     // "nic.cc[algorithm=dcqcn]": knobs that sit beside the key choosing them, in nic.cc.
     const size_t variant = g->path.find('[');
     nlohmann::json* node = &props;

@@ -46,6 +46,9 @@ RunFigures run_figures(const RunResult& r) {
   f.drops = total.drops;
   f.drops_egress = total.drops_egress;
   f.drops_headroom = total.drops_headroom;
+  f.drops_ttl = total.drops_ttl;
+  f.drops_link_down = total.drops_link_down;
+  f.drops_unroutable = total.drops_unroutable;
   f.pause_sent = total.pause_sent;
   f.xon_sent = total.xon_sent;
   f.xoff_transitions = total.xoff_transitions;
@@ -245,7 +248,11 @@ void print_summary(const RunResult& r, std::ostream& out) {
   });
   out << (flows_line ? "\n" : "") << "\nports       max switch queue "
       << bytes_text(f.max_queue_bytes) << ", drops " << f.drops << " packets (" << f.drops_egress
-      << " lossy over the egress limit, " << f.drops_headroom << " lossless over the headroom)\n";
+      << " lossy over the egress limit, " << f.drops_headroom << " lossless over the headroom";
+  if (f.drops_ttl > 0) out << ", " << f.drops_ttl << " TTL expired";
+  if (f.drops_link_down > 0) out << ", " << f.drops_link_down << " on down links";
+  if (f.drops_unroutable > 0) out << ", " << f.drops_unroutable << " without a route";
+  out << ")\n";
   out << "  pfc       " << f.pause_sent << " XOFF frames sent (" << f.xoff_transitions
       << " XOFF transitions, " << f.xon_sent << " XON), " << f.pause_received << " XOFF received; "
       << f.ports_paused << " egress ports paused, " << time_text(f.paused_ps) << " in total\n";
@@ -285,6 +292,32 @@ void print_summary(const RunResult& r, std::ostream& out) {
 
   print_deadlocks(r, out);
   if (!r.collectives.empty()) print_collectives(r, out);
+
+  if (r.routing != "shortest_path" || !r.link_events.empty() || !r.unreachable.empty()) {
+    out << "\nrouting     " << r.routing << ", " << r.link_events.size() << " link event(s), "
+        << r.route_updates << " route update(s) installed\n";
+    for (size_t i = 0; i < r.link_events.size() && i < 8; ++i) {
+      const LinkEventRecord& e = r.link_events[i];
+      out << "  link      " << time_text(static_cast<double>(e.time.ps)) << "  " << e.a << " - "
+          << e.b << (e.up ? " up" : " down") << "\n";
+    }
+    if (r.link_events.size() > 8) out << "  ...       " << r.link_events.size() - 8 << " more\n";
+    for (size_t i = 0; i < r.unreachable.size();) {
+      const Time from = r.unreachable[i].from;
+      size_t j = i;
+      std::string pairs;
+      for (; j < r.unreachable.size() && r.unreachable[j].from == from; ++j) {
+        if (j - i < 6) {
+          if (!pairs.empty()) pairs += ", ";
+          pairs +=
+              std::to_string(r.unreachable[j].src) + "->" + std::to_string(r.unreachable[j].dst);
+        }
+      }
+      out << "  unreachable from " << time_text(static_cast<double>(from.ps)) << ": " << j - i
+          << " host pair(s) without a route (" << pairs << (j - i > 6 ? ", ..." : "") << ")\n";
+      i = j;
+    }
+  }
 
   char engine[200];
   std::snprintf(engine, sizeof engine,
@@ -353,6 +386,22 @@ nlohmann::json json_report(const RunResult& r) {
                              {"cnps_received", f.cnps_received},
                              {"rate_cuts", f.rate_cuts}};
   j["port_records"] = std::move(ports);
+  nlohmann::json link_events = nlohmann::json::array();
+  for (const LinkEventRecord& e : r.link_events) {
+    link_events.push_back(
+        {{"time_ps", e.time.ps}, {"a", e.a}, {"b", e.b}, {"state", e.up ? "up" : "down"}});
+  }
+  nlohmann::json unreachable = nlohmann::json::array();
+  for (const UnreachableRecord& u : r.unreachable) {
+    unreachable.push_back({{"from_ps", u.from.ps}, {"src", u.src}, {"dst", u.dst}});
+  }
+  j["routing"] = {{"algorithm", r.routing},
+                  {"drops_ttl", f.drops_ttl},
+                  {"drops_link_down", f.drops_link_down},
+                  {"drops_unroutable", f.drops_unroutable},
+                  {"link_events", std::move(link_events)},
+                  {"route_updates", r.route_updates},
+                  {"unreachable", std::move(unreachable)}};
   j["engine"] = {{"data_packets_sent", r.data_packets_sent},
                  {"threads", r.threads},
                  {"partitions", r.partitions},

@@ -18,6 +18,7 @@ struct RunFigures {
   double fct_p50_ps = 0, fct_p99_ps = 0, fct_max_ps = 0;
   double goodput_p50_bps = 0, goodput_min_bps = 0, goodput_max_bps = 0;
   int64_t drops = 0, drops_egress = 0, drops_headroom = 0;
+  int64_t drops_ttl = 0, drops_link_down = 0, drops_unroutable = 0;
   int64_t ports_with_headroom_overflow = 0;
   int64_t pause_sent = 0, xon_sent = 0, xoff_transitions = 0, pause_received = 0;
   double paused_ps = 0;  // summed over egress queues
