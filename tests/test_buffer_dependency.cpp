@@ -19,6 +19,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
+const RoutingPolicy kShortestPath{};  // shortest_path, no static routes or rewrites
+
 const BitsPerSec kRate{100'000'000'000};
 const Time kDelay{1'000'000};
 
@@ -189,7 +191,7 @@ TEST_CASE("a leaf-spine with shortest paths has no cycle", "[deadlock]") {
 TEST_CASE("a fat-tree k=4 with shortest paths has no cycle under every single link failure",
           "[deadlock]") {
   const Topology t = build_fat_tree(4, kRate, kDelay);
-  const RouteFunction routes = shortest_path_routes(t);
+  const RouteFunction routes = policy_routes(t, kShortestPath);
   int cases = 0;
   for (int i = 0; i < static_cast<int>(t.links.size()); ++i) {
     const Link& l = t.links[i];
@@ -236,12 +238,12 @@ TEST_CASE("shortest paths after S1-L3 and S2-L4 fail bounce through a leaf and m
             S2 = node_id(t, "S2");
   std::vector<bool> up(t.links.size(), true);
   {
-    const RoutingTable whole = shortest_path_routes(t)(up);
+    const RoutingTable whole = policy_routes(t, kShortestPath)(up);
     CHECK_FALSE(BufferDependencyGraph(t, route_view(whole), lossless_of({3}), up).has_cycle());
   }
   up[link_between(t, S1, L3)] = false;
   up[link_between(t, S2, L4)] = false;
-  const RoutingTable table = shortest_path_routes(t)(up);
+  const RoutingTable table = policy_routes(t, kShortestPath)(up);
   const BufferDependencyGraph g(t, route_view(table), lossless_of({3}), up);
   REQUIRE(g.has_cycle());
   // Among them the valley through both bounce leaves: L1<S2 -> S1<L1 carries L3 -> L4 frames,
@@ -402,7 +404,7 @@ TEST_CASE(
   DeadlockOptions options;
   options.failures = 2;
   const StaticDeadlockReport report =
-      analyse_deadlocks(spec, shortest_path_routes(spec.topology), options);
+      analyse_deadlocks(spec, policy_routes(spec.topology, spec.routing), options);
   CHECK(report.whole.cycles_found == 0);
   CHECK(report.whole.edges > 0);
   CHECK(report.switch_links.size() == 32);
@@ -412,7 +414,8 @@ TEST_CASE(
   CHECK(report.failures[0].cases_with_cycles == 0);
   CHECK(report.failures[0].unroutable_cases == 0);
   CHECK(report.failures[1].cases == 32 * 31 / 2);
-  // Both uplinks of one of the 8 edge switches down: its hosts are cut off.
+  // Both uplinks of one of the 8 edge switches down: its hosts are cut off (and the rest of the
+  // fabric still analysed).
   CHECK(report.failures[1].unroutable_cases == 8);
   CHECK(report.failures[1].cases_with_cycles > 0);
   CHECK(report.cycle_found());

@@ -35,8 +35,12 @@ struct CircuitVisitor {
 }  // namespace
 
 RouteView route_view(const RoutingTable& routes) {
-  return {[&routes](int node, int dst, int) { return routes.next_hops(node, dst); },
-          [](int, int, int priority) { return priority; }};
+  return {[&routes](int node, int dst, int priority) {
+            return routes.table(node).next_hops(dst, priority);
+          },
+          [&routes](int node, int in_port, int priority) {
+            return routes.table(node).rewrite(in_port, priority);
+          }};
 }
 
 std::vector<TrafficPath> traffic_paths(const FabricSpec& spec) {
@@ -58,7 +62,8 @@ std::vector<TrafficPath> traffic_paths(const FabricSpec& spec) {
 
 BufferDependencyGraph::BufferDependencyGraph(
     const Topology& topology, RouteView routes,
-    const std::array<bool, kDependencyPriorities>& lossless, std::vector<bool> link_up)
+    const std::array<bool, kDependencyPriorities>& lossless, std::vector<bool> link_up,
+    std::vector<int> injected)
     : topology_(&topology),
       routes_(std::move(routes)),
       lossless_(lossless),
@@ -87,9 +92,12 @@ BufferDependencyGraph::BufferDependencyGraph(
   visited_.assign(groups_.size(), 0);
   for (int h = 0; h < t.hosts; ++h) all_hosts_.push_back(h);
 
-  // Hosts send on the lossless priorities. A lossy frame holds no lossless buffer, so it adds
-  // dependencies only where some switch rewrites a lossy priority to a lossless one: then every
-  // priority is walked.
+  // Hosts send on the given priorities, or on any that can reach a lossless group: the lossless
+  // ones, and every priority where some switch rewrites a lossy priority to a lossless one (a
+  // lossy frame holds no lossless buffer until then).
+  std::sort(injected.begin(), injected.end());
+  injected.erase(std::unique(injected.begin(), injected.end()), injected.end());
+  injected_ = std::move(injected);
   bool lossy_to_lossless = false;
   for (int v = 0; v < n && !lossy_to_lossless; ++v) {
     if (t.nodes[v].kind != NodeKind::Switch) continue;
@@ -102,8 +110,10 @@ BufferDependencyGraph::BufferDependencyGraph(
       }
     }
   }
-  for (int p = 0; p < kDependencyPriorities; ++p) {
-    if (lossless_[p] || lossy_to_lossless) injected_.push_back(p);
+  if (injected_.empty()) {
+    for (int p = 0; p < kDependencyPriorities; ++p) {
+      if (lossless_[p] || lossy_to_lossless) injected_.push_back(p);
+    }
   }
 
   std::vector<bool> seen(static_cast<size_t>(edge_key(vertices(), 0, 0)), false);

@@ -32,7 +32,8 @@ struct RouteView {
   std::function<int(int node, int in_port, int priority)> rewrite;
 };
 
-// A view of shortest-path tables (priority ignored, no rewrite). `routes` must outlive it.
+// A view of a routing table set: each switch's per-priority next hops and priority rewrites.
+// `routes` must outlive it.
 RouteView route_view(const RoutingTable& routes);
 
 // A lossless ingress group: frames that arrived on `port` of switch `node` with `priority`.
@@ -89,10 +90,12 @@ class BufferDependencyGraph {
   // Walks every route: for every destination host, from every other host's first switch, every
   // ECMP branch, for every priority a host sends that can reach a lossless group. `link_up`
   // (indexed like `topology.links`; empty = all up) removes failed links: a route onto one
-  // ends there. `topology` and `routes` must outlive the graph (`explain` walks them again).
+  // ends there. `injected`: the priorities hosts send on (empty = any priority that can reach
+  // a lossless group). `topology` and `routes` must outlive the graph (`explain` walks them
+  // again).
   BufferDependencyGraph(const Topology& topology, RouteView routes,
                         const std::array<bool, kDependencyPriorities>& lossless,
-                        std::vector<bool> link_up = {});
+                        std::vector<bool> link_up = {}, std::vector<int> injected = {});
 
   const Topology& topology() const { return *topology_; }
   int vertices() const { return static_cast<int>(groups_.size()); }

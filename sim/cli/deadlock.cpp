@@ -36,11 +36,24 @@ std::string links_name(const Topology& t, const std::vector<int>& links) {
   return s;
 }
 
+// "3 host pairs without a route (h0->h5, ...)", or empty when every host reaches every other.
+std::string unreachable_text(const Topology& t, const std::vector<std::pair<int, int>>& pairs) {
+  if (pairs.empty()) return {};
+  std::string s = std::to_string(pairs.size()) + " host pair" + (pairs.size() == 1 ? "" : "s") +
+                  " without a route (";
+  constexpr size_t kShown = 3;
+  for (size_t i = 0; i < std::min(pairs.size(), kShown); ++i) {
+    s += (i ? ", " : "") + node_name(t, pairs[i].first) + "->" + node_name(t, pairs[i].second);
+  }
+  return s + (pairs.size() > kShown ? ", ...)" : ")");
+}
+
 DependencyAnalysis analyse(const Topology& topology, const RoutingTable& routes,
                            const std::array<bool, kDependencyPriorities>& lossless,
-                           const std::vector<bool>& link_up, std::span<const TrafficPath> traffic,
-                           size_t report, size_t count_limit) {
-  const BufferDependencyGraph graph(topology, route_view(routes), lossless, link_up);
+                           const std::vector<bool>& link_up, const std::vector<int>& injected,
+                           std::span<const TrafficPath> traffic, size_t report,
+                           size_t count_limit) {
+  const BufferDependencyGraph graph(topology, route_view(routes), lossless, link_up, injected);
   DependencyAnalysis a;
   a.groups_with_edges = graph.groups_with_edges();
   a.edges = static_cast<int>(graph.edges().size());
@@ -196,27 +209,17 @@ nlohmann::json analysis_json(const DependencyAnalysis& a, const Topology& t,
 
 }  // namespace
 
-RouteFunction shortest_path_routes(const Topology& topology) {
-  return [&topology](const std::vector<bool>& link_up) {
-    Topology t = topology;
-    t.links.clear();
-    for (size_t i = 0; i < topology.links.size(); ++i) {
-      const Link& l = topology.links[i];
-      if (link_up.empty() || link_up[i]) {
-        t.links.push_back(l);
-        continue;
-      }
-      // A failed link's ports face themselves: no switch is closer to anything through them, so
-      // shortest-path routing never picks them, and port numbers stay as they were.
-      t.peers[l.a][l.a_port] = {l.a, l.a_port};
-      t.peers[l.b][l.b_port] = {l.b, l.b_port};
-    }
-    return RoutingTable(t);
+RouteFunction policy_routes(const Topology& topology, const RoutingPolicy& policy) {
+  return [&topology, &policy](const std::vector<bool>& link_up) {
+    return compute_routes(topology, policy, link_up);
   };
 }
 
 bool StaticDeadlockReport::cycle_found() const {
   if (whole.cycles_found > 0) return true;
+  for (const FailureCase& c : scheduled) {
+    if (c.analysis.cycles_found > 0) return true;
+  }
   for (const FailureLevel& level : failures) {
     if (level.cases_with_cycles > 0) return true;
   }
@@ -237,8 +240,41 @@ StaticDeadlockReport analyse_deadlocks(const FabricSpec& spec, const RouteFuncti
   }
   report.traffic = traffic_paths(spec);
   const std::vector<bool> all_up(t.links.size(), true);
-  report.whole = analyse(t, routes(all_up), report.lossless, all_up, report.traffic,
-                         options.max_cycles, options.count_limit);
+  // The priorities hosts send on: the scenario's traffic (data and ACKs, and the CNPs of
+  // DCQCN), or any priority when asked or when the scenario has no traffic.
+  if (!options.any_priority && !report.traffic.empty()) {
+    for (const TrafficPath& p : report.traffic) report.injected.push_back(p.priority);
+    if (const DcqcnConfig* np = spec.nic.cc.notification_point()) {
+      report.injected.push_back(spec.nic.dscp_to_priority[static_cast<uint8_t>(np->cnp_dscp)]);
+    }
+    std::sort(report.injected.begin(), report.injected.end());
+    report.injected.erase(std::unique(report.injected.begin(), report.injected.end()),
+                          report.injected.end());
+  }
+  report.whole = analyse(t, routes(all_up), report.lossless, all_up, report.injected,
+                         report.traffic, options.max_cycles, options.count_limit);
+  auto analyse_case = [&](FailureCase& c, const std::vector<bool>& link_up, size_t shown,
+                          size_t limit) {
+    const RoutingTable table = routes(link_up);
+    c.unroutable = unreachable_text(t, table.unreachable());
+    c.analysis =
+        analyse(t, table, report.lossless, link_up, report.injected, report.traffic, shown, limit);
+  };
+  // The scenario's own link events: the state after each instant at which links change.
+  std::vector<bool> link_up = all_up;
+  for (size_t i = 0; i < spec.events.size();) {
+    const Time at = spec.events[i].at;
+    for (; i < spec.events.size() && spec.events[i].at == at; ++i) {
+      link_up[spec.events[i].link] = spec.events[i].up;
+    }
+    FailureCase c;
+    c.at = at;
+    for (size_t l = 0; l < link_up.size(); ++l) {
+      if (!link_up[l]) c.links.push_back(static_cast<int>(l));
+    }
+    analyse_case(c, link_up, options.max_cycles, options.count_limit);
+    report.scheduled.push_back(std::move(c));
+  }
 
   for (int down = 1; down <= options.failures; ++down) {
     FailureLevel level;
@@ -252,19 +288,14 @@ StaticDeadlockReport analyse_deadlocks(const FabricSpec& spec, const RouteFuncti
       c.links = sets[i];
       std::vector<bool> link_up = all_up;
       for (const int l : c.links) link_up[l] = false;
-      try {
-        const RoutingTable table = routes(link_up);
-        c.analysis = analyse(t, table, report.lossless, link_up, report.traffic,
-                             options.failure_cycles, options.failure_limit);
-      } catch (const ScenarioError& e) {
-        c.unroutable = e.what();
-      }
+      analyse_case(c, link_up, options.failure_cycles, options.failure_limit);
     });
     for (FailureCase& c : cases) {
       if (!c.unroutable.empty()) ++level.unroutable_cases;
       if (c.analysis.cycles_found > 0) ++level.cases_with_cycles;
-      if (!c.unroutable.empty() || c.analysis.cycles_found > 0)
+      if (!c.unroutable.empty() || c.analysis.cycles_found > 0) {
         level.listed.push_back(std::move(c));
+      }
     }
     report.failures.push_back(std::move(level));
   }
@@ -286,6 +317,9 @@ void print_deadlock_report(const StaticDeadlockReport& r, const FabricSpec& spec
       << r.switch_links.size() << " switch-to-switch links\n"
       << "lossless        " << (lossless.empty() ? "none (PFC off)" : "priority " + join(lossless))
       << "\n"
+      << "hosts send on   "
+      << (r.injected.empty() ? "any priority" : "priority " + join(r.injected) + " (the traffic's)")
+      << "\n"
       << "dependencies    " << r.whole.edges << " edges between " << r.whole.groups_with_edges
       << " lossless ingress groups (every route, every destination)\n"
       << "cycles          " << (r.whole.cycles_found ? count_text(r.whole) : "none") << "\n";
@@ -295,25 +329,31 @@ void print_deadlock_report(const StaticDeadlockReport& r, const FabricSpec& spec
   if (r.whole.cycles.size() < r.whole.cycles_found) {
     out << "(" << r.whole.cycles.size() << " cycles shown; --max-cycles shows more)\n";
   }
+  auto print_case = [&](const FailureCase& c, const std::string& indent) {
+    out << (c.analysis.cycles_found ? count_text(c.analysis) : "no") << " cycle"
+        << (c.analysis.cycles_found == 1 ? "" : "s");
+    if (!c.unroutable.empty()) out << "; " << c.unroutable;
+    out << "\n";
+    for (size_t k = 0; k < c.analysis.cycles.size(); ++k) {
+      print_cycle(c.analysis.cycles[k], k, c.analysis.cycles.size(), t, r.traffic, indent, out);
+    }
+  };
+  for (const FailureCase& c : r.scheduled) {
+    out << "events at " << format_time(c.at) << ": "
+        << (c.links.empty() ? "every link up" : links_name(t, c.links) + " down") << ": ";
+    print_case(c, "  ");
+  }
   for (const FailureLevel& level : r.failures) {
     out << (level.links_down == 1 ? "single" : "double") << " link failures: " << level.cases
         << " cases, " << level.cases_with_cycles << " create a cycle";
     if (level.unroutable_cases) {
-      out << ", " << level.unroutable_cases << " leave hosts without routes (not analysed)";
+      out << ", " << level.unroutable_cases << " leave some host without a route";
     }
     out << "\n";
     for (size_t i = 0; i < std::min(level.listed.size(), kCasesShown); ++i) {
       const FailureCase& c = level.listed[i];
       out << "  " << links_name(t, c.links) << " down: ";
-      if (!c.unroutable.empty()) {
-        out << "no routes: " << c.unroutable << "\n";
-        continue;
-      }
-      out << count_text(c.analysis) << " cycle" << (c.analysis.cycles_found == 1 ? "" : "s")
-          << "\n";
-      for (size_t k = 0; k < c.analysis.cycles.size(); ++k) {
-        print_cycle(c.analysis.cycles[k], k, c.analysis.cycles.size(), t, r.traffic, "    ", out);
-      }
+      print_case(c, "    ");
     }
     if (level.listed.size() > kCasesShown) {
       out << "  ... " << level.listed.size() - kCasesShown << " more cases (see --json)\n";
@@ -325,6 +365,21 @@ void print_deadlock_report(const StaticDeadlockReport& r, const FabricSpec& spec
       << "\n";
 }
 
+namespace {
+// A failure case or an events state: its links down, its analysis, and the pairs left unrouted.
+nlohmann::json case_json(const FailureCase& c, const Topology& t,
+                         std::span<const TrafficPath> traffic) {
+  nlohmann::json links = nlohmann::json::array();
+  for (const int l : c.links) {
+    links.push_back({node_name(t, t.links[l].a), node_name(t, t.links[l].b)});
+  }
+  nlohmann::json j = analysis_json(c.analysis, t, traffic);
+  j["links"] = std::move(links);
+  if (!c.unroutable.empty()) j["unroutable"] = c.unroutable;
+  return j;
+}
+}  // namespace
+
 nlohmann::json deadlock_json(const StaticDeadlockReport& r, const FabricSpec& spec) {
   const Topology& t = spec.topology;
   std::vector<int> lossless;
@@ -335,14 +390,7 @@ nlohmann::json deadlock_json(const StaticDeadlockReport& r, const FabricSpec& sp
   for (const FailureLevel& level : r.failures) {
     nlohmann::json cases = nlohmann::json::array();
     for (const FailureCase& c : level.listed) {
-      nlohmann::json links = nlohmann::json::array();
-      for (const int l : c.links) {
-        links.push_back({node_name(t, t.links[l].a), node_name(t, t.links[l].b)});
-      }
-      nlohmann::json j = analysis_json(c.analysis, t, r.traffic);
-      j["links"] = std::move(links);
-      if (!c.unroutable.empty()) j["unroutable"] = c.unroutable;
-      cases.push_back(std::move(j));
+      cases.push_back(case_json(c, t, r.traffic));
     }
     failures.push_back({{"links_down", level.links_down},
                         {"cases", level.cases},
@@ -354,7 +402,15 @@ nlohmann::json deadlock_json(const StaticDeadlockReport& r, const FabricSpec& sp
   j["scenario"] = spec.scenario_file;
   j["cycle_found"] = r.cycle_found();
   j["lossless_priorities"] = lossless;
+  j["injected_priorities"] = r.injected;
   j["switch_links"] = r.switch_links.size();
+  nlohmann::json scheduled = nlohmann::json::array();
+  for (const FailureCase& c : r.scheduled) {
+    nlohmann::json e = case_json(c, t, r.traffic);
+    e["at_ps"] = c.at.ps;
+    scheduled.push_back(std::move(e));
+  }
+  j["events"] = std::move(scheduled);
   j["failures"] = std::move(failures);
   return j;
 }
@@ -368,6 +424,8 @@ int command_deadlock(const std::vector<std::string>& args) {
                                             "override a scenario value: path=value (repeatable)")(
       "failures", po::value(&options.failures),
       "also analyse every single (1) or single and double (2) switch-to-switch link failure")(
+      "any-priority", po::bool_switch(&options.any_priority),
+      "assume hosts may send on any priority, not only those of the scenario's traffic")(
       "max-cycles", po::value(&options.max_cycles),
       "cycles described in full for the whole fabric (default 10)")(
       "json", po::value(&json), "write the analysis as JSON to FILE, or to stdout with -")(
@@ -385,7 +443,7 @@ int command_deadlock(const std::vector<std::string>& args) {
   const FabricSpec spec =
       FabricSpec::resolve(load_scenario(vm["scenario"].as<std::string>(), sets));
   const StaticDeadlockReport report =
-      analyse_deadlocks(spec, shortest_path_routes(spec.topology), options);
+      analyse_deadlocks(spec, policy_routes(spec.topology, spec.routing), options);
   if (json == "-") {
     std::cout << deadlock_json(report, spec).dump(2) << "\n";
   } else {

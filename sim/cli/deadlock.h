@@ -15,15 +15,16 @@
 namespace fabtwin {
 
 // The routes of the scenario's fabric with some links down (`link_up` indexed like
-// `topology.links`). May throw ScenarioError when no routes can be computed.
+// `topology.links`); pairs left without a route are listed by RoutingTable::unreachable().
 using RouteFunction = std::function<RoutingTable(const std::vector<bool>& link_up)>;
 
-// Shortest-path ECMP on a copy of `topology` without the failed links. `topology` must outlive
-// the function.
-RouteFunction shortest_path_routes(const Topology& topology);
+// The scenario's routing policy (shortest_path, up_down or static, with its rewrites) over the
+// links that work. `topology` and `policy` must outlive the function.
+RouteFunction policy_routes(const Topology& topology, const RoutingPolicy& policy);
 
 struct DeadlockOptions {
   int failures = 0;             // links down at a time: 0, 1 or 2 (2 also runs every single one)
+  bool any_priority = false;    // hosts may send on any priority, not only the traffic's
   size_t max_cycles = 10;       // cycles described in full, fabric whole
   size_t count_limit = 10000;   // cycles counted at most, fabric whole
   size_t failure_cycles = 1;    // cycles described in full per failure case
@@ -48,8 +49,9 @@ struct DependencyAnalysis {
 };
 
 struct FailureCase {
+  Time at{};               // the scenario's events: from when these links are down (else 0)
   std::vector<int> links;  // failed links, indices into topology.links, ascending
-  std::string unroutable;  // set when the routes could not be computed: not analysed
+  std::string unroutable;  // set when some host pairs are left without a route (still analysed)
   DependencyAnalysis analysis;
 };
 
@@ -59,14 +61,18 @@ struct FailureLevel {
   size_t cases = 0;
   size_t cases_with_cycles = 0;
   size_t unroutable_cases = 0;
-  std::vector<FailureCase> listed;  // cases with a cycle or unroutable, in case order
+  std::vector<FailureCase> listed;  // cases with a cycle or without some route, in case order
 };
 
 struct StaticDeadlockReport {
   std::array<bool, kDependencyPriorities> lossless{};
   std::vector<int> switch_links;  // indices into topology.links
   std::vector<TrafficPath> traffic;
+  std::vector<int> injected;  // priorities hosts send on; empty: any that reaches a lossless one
   DependencyAnalysis whole;
+  // The links the scenario's `events` leave down, after each instant at which some link changes
+  // (the routes the switches converge to then).
+  std::vector<FailureCase> scheduled;
   std::vector<FailureLevel> failures;
 
   bool cycle_found() const;
