@@ -153,7 +153,7 @@ void DeadlockDetector::find_local(Time at, std::vector<StuckQueue>& out) {
           q.frames = static_cast<int64_t>(fifo.size());
           for (size_t i = 0; i < fifo.size(); ++i) {
             const QueuedPacket& e = fifo.at(i);
-            q.ingress.push_back(e.ingress);
+            q.ingress.push_back(ingress_group(e.ingress, e.ingress_priority));
             if (e.packet->type == PacketType::Data) q.flows.push_back(e.packet->flow);
           }
           std::sort(q.flows.begin(), q.flows.end());
@@ -231,8 +231,10 @@ bool DeadlockDetector::analyse(Time at, const std::vector<StuckQueue>& stuck) {
     const auto [lo, hi] = by_node(peer.node);
     for (int j = lo; j < hi; ++j) {
       const StuckQueue& b = stuck[j];
-      if (b.priority == a.priority && std::binary_search(b.ingress.begin(), b.ingress.end(),
-                                                         static_cast<uint16_t>(peer.port))) {
+      // a's frames arrive at the peer on a's priority; b holds some of them if it holds frames
+      // of that ingress group (b's own priority differs where the peer rewrites priorities).
+      if (std::binary_search(b.ingress.begin(), b.ingress.end(),
+                             ingress_group(static_cast<uint32_t>(peer.port), a.priority))) {
         next[i].push_back(j);
         previous[j].push_back(i);
       }

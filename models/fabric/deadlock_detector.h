@@ -40,6 +40,11 @@ const ParamGroup& deadlock_params();
 DeadlockConfig read_deadlock_config(const nlohmann::json& scenario);
 
 // A stuck lossless queue at one checkpoint, as the ranks exchange it.
+// An ingress group (port, arrival priority) as one number.
+inline uint16_t ingress_group(uint32_t port, int priority) {
+  return static_cast<uint16_t>(port * kPriorities + static_cast<uint32_t>(priority));
+}
+
 struct StuckQueue {
   int32_t node = 0;
   uint32_t port = 0;
@@ -47,8 +52,9 @@ struct StuckQueue {
   Time since{};
   int64_t bytes = 0;  // frame bytes waiting (switch queues; 0 at a NIC)
   int64_t frames = 0;
-  std::vector<uint16_t> ingress;  // switch: the ports its frames arrived on, ascending
-  std::vector<uint32_t> flows;    // switch: flows with data frames in it, ascending
+  // Switch: the ingress groups its frames arrived in (ingress_group()), ascending.
+  std::vector<uint16_t> ingress;
+  std::vector<uint32_t> flows;  // switch: flows with data frames in it, ascending
 
   auto key() const { return std::tuple(node, port, priority); }
 };
