@@ -167,11 +167,30 @@ struct LinkEventRecord {
   bool up = false;
 };
 
+constexpr auto record_fields(std::type_identity<LinkEventRecord>) {
+  return std::tuple{
+      field("time_ps", &LinkEventRecord::time, "ps", "When the link failed or recovered."),
+      text("a", &LinkEventRecord::a, 32, "One end of the link (node name)."),
+      text("b", &LinkEventRecord::b, 32, "The other end."),
+      field("up", &LinkEventRecord::up, "0/1", "1: the link came up; 0: it went down."),
+  };
+}
+
 // A host pair without a route from `from` until the next route change (or the end).
 struct UnreachableRecord {
   Time from;
   uint32_t src = 0, dst = 0;  // host indices
 };
+
+constexpr auto record_fields(std::type_identity<UnreachableRecord>) {
+  return std::tuple{
+      field("from_ps", &UnreachableRecord::from, "ps",
+            "From when (0: the initial routes; else when the routes after a link event are in "
+            "place) until the next row's time for the same pair, or the end."),
+      field("src_host", &UnreachableRecord::src, "", "Source host index (`/flows.src`)."),
+      field("dst_host", &UnreachableRecord::dst, "", "Destination host index with no route."),
+  };
+}
 
 struct RunResult {
   std::string scenario_text;  // merged scenario, as run

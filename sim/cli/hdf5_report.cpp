@@ -95,6 +95,8 @@ void for_each_table(const RunResult& r, Visit&& visit) {
   visit("buffers", r.buffers);
   visit("buffer_occupancy", r.buffer_samples);
   visit("queue_depth", r.queue_samples);
+  visit("link_events", r.link_events);
+  visit("unreachable", r.unreachable);
 }
 
 // The /collectives group, present when the run had collectives.
@@ -119,28 +121,41 @@ void for_each_deadlock_table(const RunResult& r, Visit&& visit) {
 
 size_t cell_size(CellType type, int text_length) {
   switch (type) {
-    case CellType::UInt8: return 1;
-    case CellType::UInt16: return 2;
+    case CellType::UInt8:
+      return 1;
+    case CellType::UInt16:
+      return 2;
     case CellType::Int32:
-    case CellType::UInt32: return 4;
+    case CellType::UInt32:
+      return 4;
     case CellType::Int64:
     case CellType::UInt64:
-    case CellType::Float64: return 8;
-    case CellType::Text: return static_cast<size_t>(text_length);
+    case CellType::Float64:
+      return 8;
+    case CellType::Text:
+      return static_cast<size_t>(text_length);
   }
   return 0;
 }
 
 hid_t hdf5_type(Hdf5File& h5, CellType type, int text_length) {
   switch (type) {
-    case CellType::Int32: return H5T_NATIVE_INT32;
-    case CellType::Int64: return H5T_NATIVE_INT64;
-    case CellType::UInt8: return H5T_NATIVE_UINT8;
-    case CellType::UInt16: return H5T_NATIVE_UINT16;
-    case CellType::UInt32: return H5T_NATIVE_UINT32;
-    case CellType::UInt64: return H5T_NATIVE_UINT64;
-    case CellType::Float64: return H5T_NATIVE_DOUBLE;
-    case CellType::Text: return h5.fixed_string(static_cast<size_t>(text_length));
+    case CellType::Int32:
+      return H5T_NATIVE_INT32;
+    case CellType::Int64:
+      return H5T_NATIVE_INT64;
+    case CellType::UInt8:
+      return H5T_NATIVE_UINT8;
+    case CellType::UInt16:
+      return H5T_NATIVE_UINT16;
+    case CellType::UInt32:
+      return H5T_NATIVE_UINT32;
+    case CellType::UInt64:
+      return H5T_NATIVE_UINT64;
+    case CellType::Float64:
+      return H5T_NATIVE_DOUBLE;
+    case CellType::Text:
+      return h5.fixed_string(static_cast<size_t>(text_length));
   }
   return -1;
 }
@@ -157,13 +172,20 @@ void write_cell(char* at, CellType type, int text_length, const Cell& c) {
                                                  : int64_t{std::get<bool>(c)};
   };
   switch (type) {
-    case CellType::Int32: return put(at, static_cast<int32_t>(integer()));
-    case CellType::Int64: return put(at, integer());
-    case CellType::UInt8: return put(at, static_cast<uint8_t>(integer()));
-    case CellType::UInt16: return put(at, static_cast<uint16_t>(integer()));
-    case CellType::UInt32: return put(at, static_cast<uint32_t>(integer()));
-    case CellType::UInt64: return put(at, static_cast<uint64_t>(integer()));
-    case CellType::Float64: return put(at, std::get<double>(c));
+    case CellType::Int32:
+      return put(at, static_cast<int32_t>(integer()));
+    case CellType::Int64:
+      return put(at, integer());
+    case CellType::UInt8:
+      return put(at, static_cast<uint8_t>(integer()));
+    case CellType::UInt16:
+      return put(at, static_cast<uint16_t>(integer()));
+    case CellType::UInt32:
+      return put(at, static_cast<uint32_t>(integer()));
+    case CellType::UInt64:
+      return put(at, static_cast<uint64_t>(integer()));
+    case CellType::Float64:
+      return put(at, std::get<double>(c));
     case CellType::Text: {
       const std::string& s = std::get<std::string>(c);
       std::memcpy(at, s.data(), std::min(s.size(), static_cast<size_t>(text_length)));
@@ -216,7 +238,9 @@ void write_contents(const RunResult& r, const std::filesystem::path& path) {
   h5.attribute("data_packets_sent", r.data_packets_sent);
   h5.attribute("wall_seconds", r.wall_seconds);
   h5.attribute("congestion_control", r.congestion_control);
-  const auto write = [&](const std::string& name, const auto& rows) { write_table(h5, name, rows); };
+  const auto write = [&](const std::string& name, const auto& rows) {
+    write_table(h5, name, rows);
+  };
   for_each_table(r, write);
   h5.attribute("deadlock_detection_time_ps",
                r.deadlock.enabled ? r.deadlock.detection_time.ps : int64_t{-1});
@@ -243,8 +267,8 @@ std::vector<std::pair<std::string, std::string>> schema_blocks() {
     out << kBegin << "/" << name << " -->\n";
     out << "| Field | Type | Unit | Meaning |\n|---|---|---|---|\n";
     for (const Column<R>& c : columns_of<R>()) {
-      out << "| `" << c.name << "` | " << cell_type_text(c.type, c.text_length) << " | "
-          << c.unit << (c.unit.empty() ? "" : " ") << "| " << c.meaning << " |\n";
+      out << "| `" << c.name << "` | " << cell_type_text(c.type, c.text_length) << " | " << c.unit
+          << (c.unit.empty() ? "" : " ") << "| " << c.meaning << " |\n";
     }
     out << kEnd << "\n";
     blocks.emplace_back("/" + name, out.str());
@@ -277,7 +301,8 @@ void print_hdf5_schema(std::ostream& out, const std::string& doc) {
   while (std::getline(in, line)) {
     if (!inside && line.rfind(kBegin, 0) == 0) {
       inside = true;
-      const std::string name = line.substr(std::strlen(kBegin), line.find(" -->") - std::strlen(kBegin));
+      const std::string name =
+          line.substr(std::strlen(kBegin), line.find(" -->") - std::strlen(kBegin));
       if (const auto it = unused.find(name); it != unused.end()) {
         out << it->second;
         unused.erase(it);
