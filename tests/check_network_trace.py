@@ -2,7 +2,9 @@
 
 Every PFC pause interval in /pfc_pauses is one "paused" slice on its node's process, with the
 same start and duration; every queue-depth sample in /queue_depth is one counter event with the
-same bytes. Usage: check_network_trace.py TRACE.json RESULT.h5
+same bytes; every link that went down in /link_events is a "down" slice from that time; every
+deadlock in /deadlock/deadlocks is an instant at its detection time, and each queue of its cycle
+a "stuck" slice from its stuck_since_ps to then. Usage: check_network_trace.py TRACE.json RESULT.h5
 """
 import json
 import sys
@@ -15,6 +17,9 @@ with h5py.File(result_file, "r") as f:
     ports = f["ports"][:]
     pauses = f["pfc_pauses"][:]
     samples = f["queue_depth"][:]
+    link_events = f["link_events"][:]
+    deadlocks = f["deadlock/deadlocks"][:]
+    cycles = f["deadlock/cycles"][:]
 
 names = {}
 for e in events:
@@ -48,4 +53,24 @@ expected = sorted(
 )
 assert len(expected) > 0, "the scenario should sample queues"
 assert counters == expected, f"{len(counters)} queue counters vs {len(expected)} samples"
-print(f"ok: {len(slices)} pause slices, {len(counters)} queue counters")
+links = 199999
+downs = sorted(round(e["ts"] * 1e6) for e in events if e["pid"] == links and e["name"] == "down")
+expected = sorted(int(e["time_ps"]) for e in link_events if not e["up"])
+assert downs == expected, f"down slices {downs} vs link events {expected}"
+
+instants = sorted(round(e["ts"] * 1e6) for e in events if e["pid"] == links and e["ph"] == "i")
+assert instants == sorted(int(d["detected_at_ps"]) for d in deadlocks), "one instant per deadlock"
+stuck = sorted(
+    (names[e["pid"]], round(e["ts"] * 1e6), round((e["ts"] + e["dur"]) * 1e6))
+    for e in events
+    if e["ph"] == "X" and e["pid"] >= 200000 and e["name"].startswith("stuck")
+)
+expected = sorted(
+    (q["node"].decode(), int(q["stuck_since_ps"]), int(deadlocks[q["deadlock_index"]]["detected_at_ps"]))
+    for q in cycles
+)
+assert len(stuck) == len(expected) and all(
+    a[0] == b[0] and abs(a[1] - b[1]) <= 1 and abs(a[2] - b[2]) <= 1 for a, b in zip(stuck, expected)
+), f"stuck slices {stuck} vs cycle queues {expected}"
+print(f"ok: {len(slices)} pause slices, {len(counters)} queue counters, {len(downs)} links down, "
+      f"{len(instants)} deadlocks with {len(stuck)} stuck queues")

@@ -109,10 +109,50 @@ int64_t gpu_of(const RunResult& r, uint32_t row, uint32_t rank) {
   return rank < gpus.size() ? gpus[rank] : -1;
 }
 
+TraceEvent instant(int pid, const std::string& name, Time at, nlohmann::json args) {
+  return {pid,
+          0,
+          false,
+          at.ps,
+          {{"name", name},
+           {"ph", "i"},
+           {"s", "g"},
+           {"pid", pid},
+           {"tid", 0},
+           {"ts", trace_us(at.ps)},
+           {"args", std::move(args)}}};
+}
+
+// The links of the scenario's events: a thread per link with its down intervals (a link still
+// down at the end stays down to the last event), in the process that also shows the deadlocks.
+void add_link_events(const RunResult& r, std::vector<TraceEvent>& events) {
+  if (r.link_events.empty() && r.deadlock.deadlocks.empty()) return;
+  events.push_back(metadata("process_name", kTraceLinksPid, 0, "link failures and deadlocks"));
+  std::map<std::pair<std::string, std::string>, int> tid_of;
+  std::map<int, Time> down_since;
+  for (const LinkEventRecord& e : r.link_events) {
+    const auto [it, added] = tid_of.try_emplace({e.a, e.b}, static_cast<int>(tid_of.size()) + 1);
+    const int tid = it->second;
+    if (added) events.push_back(metadata("thread_name", kTraceLinksPid, tid, e.a + " - " + e.b));
+    if (!e.up) {
+      down_since.try_emplace(tid, e.time);
+    } else if (const auto d = down_since.find(tid); d != down_since.end()) {
+      events.push_back(complete(kTraceLinksPid, tid, "down", d->second, e.time, {}));
+      down_since.erase(d);
+    }
+  }
+  for (const auto& [tid, since] : down_since) {
+    events.push_back(complete(kTraceLinksPid, tid, "down", since,
+                              std::max(since, r.last_event_time), {{"until", "the end"}}));
+  }
+}
+
 // The network: one process per node (switch or NIC) that has something to show, a thread per
-// (port, priority) with its PFC pause intervals, and a counter track per port with its queue
-// depth samples.
+// (port, priority) with its PFC pause intervals and, for a deadlock's cycle, the time each of
+// its queues was stuck; a counter track per port with its queue depth samples; the links that
+// failed; and an instant per deadlock with its cycle.
 void add_network(const RunResult& r, std::vector<TraceEvent>& events) {
+  add_link_events(r, events);
   std::map<std::string, int> pid_of_node;  // numbered in the order of /ports
   std::vector<int> pid_of_port(r.ports.size());
   for (size_t i = 0; i < r.ports.size(); ++i) {
@@ -134,6 +174,35 @@ void add_network(const RunResult& r, std::vector<TraceEvent>& events) {
     return "port " + std::to_string(r.ports[port].port) + " → " + r.ports[port].peer;
   };
   std::set<std::pair<size_t, int>> pause_threads;
+  // The port of a node by name and port number (a deadlock's queues name them so).
+  std::map<std::pair<std::string, uint32_t>, size_t> port_row;
+  std::set<std::pair<int, int>> stuck_threads;
+  for (size_t i = 0; i < r.ports.size(); ++i) port_row[{r.ports[i].node, r.ports[i].port}] = i;
+  for (size_t d = 0; d < r.deadlock.deadlocks.size(); ++d) {
+    const DeadlockRecord& dl = r.deadlock.deadlocks[d];
+    nlohmann::json cycle = nlohmann::json::array();
+    for (const DeadlockQueueRecord& q : r.deadlock.cycles) {
+      if (q.deadlock != d) continue;
+      cycle.push_back(q.node + " port " + std::to_string(q.port) + " -> " + q.peer + " p" +
+                      std::to_string(q.priority));
+      const auto row = port_row.find({q.node, q.port});
+      if (row == port_row.end()) continue;
+      const int pid = show_node(row->second);
+      const int tid = trace_stuck_tid(q.port, q.priority);
+      if (stuck_threads.insert({pid, tid}).second) {
+        events.push_back(metadata(
+            "thread_name", pid, tid,
+            port_text(row->second) + " · priority " + std::to_string(q.priority) + " · stuck"));
+      }
+      events.push_back(complete(pid, tid, "stuck: deadlock " + std::to_string(d + 1), q.stuck_since,
+                                dl.detected_at, {{"bytes", q.bytes}, {"frames", q.frames}}));
+    }
+    events.push_back(instant(kTraceLinksPid, "deadlock " + std::to_string(d + 1), dl.detected_at,
+                             {{"cycle", std::move(cycle)},
+                              {"formed_at_us", trace_us(dl.formed_at.ps)},
+                              {"bytes_stranded", dl.bytes_stranded},
+                              {"flows", dl.flows}}));
+  }
   for (const PauseRecord& pause : r.pauses) {
     if (pause.port >= r.ports.size()) continue;
     const int pid = show_node(pause.port);

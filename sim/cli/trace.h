@@ -1,7 +1,7 @@
 // A run's timeline as a Chrome trace-event file (JSON Object Format), for ui.perfetto.dev or
 // chrome://tracing: the collectives (every step of every rank's channel, every transfer on every
 // connection, one span per nccl-tests row) and the network (PFC pause intervals per port and
-// priority, queue depth per port).
+// priority, queue depth per port, link failures, and each deadlock's cycle).
 #pragma once
 
 #include <filesystem>
@@ -24,12 +24,18 @@ inline int trace_step_tid(uint16_t channel, uint16_t lane) {
   return channel * 2 + lane + 1;
 }
 
-// The network: a process per node, a thread per (port, priority) for its pause intervals.
+// The network: a process per node, a thread per (port, priority) for its pause intervals; one
+// process for the link failures and the deadlocks found.
+inline constexpr int kTraceLinksPid = 199999;
 inline int trace_network_pid(uint32_t node_ordinal) {
   return 200000 + static_cast<int>(node_ordinal);
 }
 inline int trace_pause_tid(uint32_t port, uint8_t priority) {
   return static_cast<int>(port) * 8 + priority + 1;
+}
+// The time a deadlocked queue was stuck, beside its pauses.
+inline int trace_stuck_tid(uint32_t port, uint8_t priority) {
+  return 100000 + trace_pause_tid(port, priority);
 }
 
 // {"traceEvents": [...], "displayTimeUnit": "ns"}, events sorted by pid, tid and time, metadata
