@@ -88,11 +88,8 @@ const nlohmann::json kThreeHosts = nlohmann::json::parse(R"({
 })");
 
 ScenarioDocument document(nlohmann::json scenario, const std::vector<std::string>& sets) {
-  ScenarioDocument doc;
-  doc.root = std::move(scenario);
+  ScenarioDocument doc = testing::inline_document(scenario);
   for (const std::string& s : sets) apply_override(doc.root, s);
-  doc.file = "inline.json";
-  doc.dir = ".";
   return doc;
 }
 

@@ -2,13 +2,14 @@
 // traffic generators and flow-size distributions.
 #include <map>
 #include <set>
+#include "star_bench.h"
 #include "test_support.h"
 
-#include "models/traffic/flow_size_cdf.h"
+#include "models/fabric/topology.h"
 #include "models/net/pfc.h"
 #include "models/net/routing.h"
 #include "models/net/switch.h"
-#include "models/fabric/topology.h"
+#include "models/traffic/flow_size_cdf.h"
 #include "models/traffic/traffic.h"
 
 using namespace fabtwin;
@@ -59,41 +60,15 @@ class ScriptedHost final : public NetworkNode {
   void on_timer(const Event&) override { on_transmit_done(0); }
 };
 
-// A star of three scripted hosts around one switch.
-struct StarBench {
-  PacketPool pool;
-  Topology topology = build_star(3, parse_rate("100Gbps"), parse_time("1us"));
-  RoutingTable routing{topology};
-  Simulator sim{1};
-  std::vector<ScriptedHost*> hosts;
-  Switch* sw = nullptr;
-
+// The star bench with this file's scripted hosts.
+struct StarBench : testing::StarBench<ScriptedHost> {
   static SwitchConfig config_with(const nlohmann::json& fabric) {
     return read_switch_config({{"fabric", fabric}}, roce::data_frame(4096, true));
   }
 
   explicit StarBench(Bytes buffer)
       : StarBench(config_with({{"switch", {{"buffer", format_bytes(buffer)}}}})) {}
-
-  explicit StarBench(const SwitchConfig& config) {
-    for (int h = 0; h < 3; ++h) {
-      auto host = std::make_unique<ScriptedHost>("host" + std::to_string(h), pool);
-      hosts.push_back(host.get());
-      sim.add(std::move(host));
-    }
-    auto s = std::make_unique<Switch>("switch", pool, routing.table(3), 3, config);
-    sw = s.get();
-    sim.add(std::move(s));
-    for (NetworkNode* n : {static_cast<NetworkNode*>(hosts[0]), static_cast<NetworkNode*>(hosts[1]),
-                           static_cast<NetworkNode*>(hosts[2]), static_cast<NetworkNode*>(sw)}) {
-      n->ports().resize(n == sw ? 3 : 1);
-    }
-    for (const Link& l : topology.links) {
-      wire(l, static_cast<NetworkNode&>(sim.component(l.a)).ports()[l.a_port],
-           static_cast<NetworkNode&>(sim.component(l.b)).ports()[l.b_port]);
-    }
-    sw->begin();
-  }
+  explicit StarBench(const SwitchConfig& config) : testing::StarBench<ScriptedHost>(config) {}
 
   // A data packet of `priority`, carrying DSCP 8 x priority (the default map gives it back).
   Packet* packet(int src, int dst, uint32_t psn, int payload, int priority = 3) {

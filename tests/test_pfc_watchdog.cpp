@@ -13,6 +13,7 @@
 #include "models/net/routing.h"
 #include "models/net/switch.h"
 #include "models/nic/host_nic.h"
+#include "star_bench.h"
 #include "test_support.h"
 
 using namespace fabtwin;
@@ -99,34 +100,11 @@ class ScriptedHost final : public NetworkNode {
   Time storm_every_{};
 };
 
-// Three scripted hosts around one switch, 100 Gb/s links of 1 us.
-struct StarBench {
-  PacketPool pool;
-  Topology topology = build_star(3, parse_rate("100Gbps"), kDelay);
-  RoutingTable routing{topology};
-  Simulator sim{1};
-  std::vector<ScriptedHost*> hosts;
-  Switch* sw = nullptr;
-
-  explicit StarBench(const nlohmann::json& watchdog) {
-    const SwitchConfig config = read_switch_config(
-        {{"fabric", {{"pfc", {{"watchdog", watchdog}}}}}}, roce::data_frame(4096, true));
-    for (int h = 0; h < 3; ++h) {
-      auto host = std::make_unique<ScriptedHost>("host" + std::to_string(h), pool);
-      hosts.push_back(host.get());
-      sim.add(std::move(host));
-    }
-    auto s = std::make_unique<Switch>("switch", pool, routing.table(3), 3, config);
-    sw = s.get();
-    sim.add(std::move(s));
-    for (int h = 0; h < 3; ++h) hosts[h]->ports().resize(1);
-    sw->ports().resize(3);
-    for (const Link& l : topology.links) {
-      wire(l, static_cast<NetworkNode&>(sim.component(l.a)).ports()[l.a_port],
-           static_cast<NetworkNode&>(sim.component(l.b)).ports()[l.b_port]);
-    }
-    sw->begin();
-  }
+// The star bench with this file's scripted hosts and a watchdog configured on the switch.
+struct StarBench : testing::StarBench<ScriptedHost> {
+  explicit StarBench(const nlohmann::json& watchdog)
+      : testing::StarBench<ScriptedHost>(read_switch_config(
+            {{"fabric", {{"pfc", {{"watchdog", watchdog}}}}}}, roce::data_frame(4096, true))) {}
 
   // A lossless (priority 3, DSCP 26) data packet of 4096 B of payload.
   Packet* packet(int src, int dst, uint32_t psn) {
@@ -160,11 +138,7 @@ RunResult run_scenario(const ScenarioDocument& doc, int threads = 1) {
 }
 
 RunResult run_scenario(const nlohmann::json& scenario) {
-  ScenarioDocument doc;
-  doc.root = scenario;
-  doc.file = "inline.json";
-  doc.dir = ".";
-  return run_scenario(doc);
+  return run_scenario(testing::inline_document(scenario));
 }
 
 const PortRecord& port_of(const RunResult& r, const std::string& node, const std::string& peer) {

@@ -3,17 +3,19 @@
 #pragma once
 
 #include <catch2/catch.hpp>
+#include <filesystem>
 
 #include "sim/scenario_file.h"
 #include "sim/units.h"
 
 namespace fabtwin::testing {
-// A scenario given as JSON in a test, as if read from ./inline.json.
-inline ScenarioDocument inline_document(const nlohmann::json& scenario) {
+// A scenario given as JSON in a test, as if read from inline.json in `dir`.
+inline ScenarioDocument inline_document(const nlohmann::json& scenario,
+                                        const std::filesystem::path& dir = ".") {
   ScenarioDocument doc;
   doc.root = scenario;
   doc.file = "inline.json";
-  doc.dir = ".";
+  doc.dir = dir;
   return doc;
 }
 }  // namespace fabtwin::testing
