@@ -29,7 +29,7 @@ constexpr const char* kUsage =
     "usage: fabtwin <command> [options]\n"
     "\n"
     "commands:\n"
-    "  run SCENARIO [--set path=value]... [--out FILE.h5] [--json FILE] [--trace FILE]\n"
+    "  run SCENARIO [--set path=value]... [--out FILE.h5] [--json FILE|-] [--trace FILE]\n"
     "      [--threads N]   simulate a scenario and print a summary; --trace writes its\n"
     "                      timeline (collectives, pauses, queues) for ui.perfetto.dev\n"
     "  describe [MODEL]    list parameters: meaning, unit, default, source\n"
@@ -72,8 +72,9 @@ int command_run(const std::vector<std::string>& args, Transport* transport) {
   int threads = 0;
   opts.add_options()("help,h", "this help")("set", po::value(&sets)->composing(),
                                             "override a scenario value: path=value (repeatable)")(
-      "out", po::value(&out), "write an HDF5 result file")("json", po::value(&json),
-                                                           "write the summary numbers as JSON")(
+      "out", po::value(&out), "write an HDF5 result file")(
+      "json", po::value(&json),
+      "write the summary numbers as JSON to FILE, or to stdout with - (no summary then)")(
       "trace", po::value(&trace),
       "write the timeline (collectives, PFC pauses, queue depths) as a Chrome/Perfetto trace")(
       "threads", po::value(&threads), "threads to simulate on (default: run.threads; 0 = all)")(
@@ -95,15 +96,22 @@ int command_run(const std::vector<std::string>& args, Transport* transport) {
   const RunResult result = fabric.run(root ? progress_line(fabric.run_config().end) : nullptr);
   if (!root) return 0;  // rank 0 reports and writes the results of every rank
   if (::isatty(STDERR_FILENO)) std::fprintf(stderr, "\r%80s\r", "");
-  print_summary(result, std::cout);
+  // --json - puts the JSON report on stdout in place of the summary (for scripts).
+  const bool json_to_stdout = json == "-";
+  std::ostream& say = json_to_stdout ? std::cerr : std::cout;
+  if (!json_to_stdout) print_summary(result, std::cout);
   if (!out.empty()) {
     write_hdf5(result, out);
-    std::cout << "results     " << out << "\n";
+    say << "results     " << out << "\n";
   }
-  if (!json.empty()) write_json_report(result, json);
+  if (json_to_stdout) {
+    std::cout << json_report(result).dump(2) << "\n";
+  } else if (!json.empty()) {
+    write_json_report(result, json);
+  }
   if (!trace.empty()) {
     write_trace(result, trace);
-    std::cout << "trace       " << trace << "\n";
+    say << "trace       " << trace << "\n";
   }
   return 0;
 }
