@@ -256,17 +256,23 @@ TEST_CASE("leaf-spine: link failures with static routes create the cycle the ana
                                      {"spine0", 1, "leaf1", 3},
                                      {"leaf1", 2, "spine1", 3},
                                      {"spine1", 0, "leaf0", 3}});
-  // Each single failure alone: only the two that leave a spine's backup route pointing at the
-  // leaf that sends it the traffic (a 2-switch routing loop for a host no flow sends to).
+  // Each single failure alone: only leaf2-spine1 and leaf3-spine0 make a cycle, a 2-switch
+  // routing loop (leaf1's static uplink for host2 meets spine1's shortest path back down through
+  // leaf1; likewise leaf0 and spine0 for host3) that none of the scenario's flows takes.
   REQUIRE(report.failures.size() == 1);
   CHECK(report.failures[0].cases == 8);
   CHECK(report.failures[0].cases_with_cycles == 2);
+  std::set<std::set<std::string>> looping;
   for (const FailureCase& c : report.failures[0].listed) {
+    REQUIRE(c.links.size() == 1);
+    const Link& l = spec.topology.links[c.links[0]];
+    looping.insert({spec.topology.nodes[l.a].name, spec.topology.nodes[l.b].name});
     CHECK(c.analysis.cycles_found == 1);
     REQUIRE(c.analysis.cycles.size() == 1);
     CHECK(c.analysis.cycles[0].groups.size() == 2);
     for (const EdgeLabel& label : c.analysis.cycles[0].labels) CHECK(label.uses.empty());
   }
+  CHECK(looping == std::set<std::set<std::string>>{{"leaf2", "spine1"}, {"leaf3", "spine0"}});
 
   const RunResult r = run_file(kLeafSpine);
   CHECK(r.stop_reason == "deadlock");
