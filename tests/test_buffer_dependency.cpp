@@ -338,7 +338,7 @@ TEST_CASE("edge labels name the destinations and the flows whose data or ACKs cr
   CHECK(labels[2].uses.empty());
 }
 
-TEST_CASE("lossy priorities never make edges; a rewrite moves or breaks the ring's cycle",
+TEST_CASE("lossy priorities never make edges, a rewrite moves or breaks the ring's cycle",
           "[deadlock]") {
   const Topology t = ring(3);
   SECTION("no lossless priority: no edge at all") {

@@ -81,7 +81,7 @@ TEST_CASE("after a cut, increase events 1..F-1 halve the distance to R_T, then R
   }
 }
 
-TEST_CASE("the byte counter drives increases too; both past F is hyper increase", "[dcqcn]") {
+TEST_CASE("the byte counter drives increases too, both past F is hyper increase", "[dcqcn]") {
   DcqcnConfig c = paper();
   c.rpg_byte_reset = 10'000;
   c.rpg_threshold = 2;

@@ -69,7 +69,7 @@ TEST_CASE("dctcp: no growth while the window did not limit sending, and a floor"
   CHECK(tiny.window() == 1000);  // never below one packet
 }
 
-TEST_CASE("nic.cc: the algorithm's own group; another algorithm's knob is refused by name",
+TEST_CASE("nic.cc: the algorithm's own group, another algorithm's knob is refused by name",
           "[dctcp][timely][scenario]") {
   auto read = [](nlohmann::json cc) { return read_cc_config({{"nic", {{"cc", std::move(cc)}}}}); };
   const CcConfig d = read({{"algorithm", "dctcp"}, {"initial_window", "64KB"}});

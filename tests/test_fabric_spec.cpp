@@ -91,7 +91,7 @@ TEST_CASE("a fat-tree resolves with its tiers, port peers and forwarding entries
   CHECK(spec.flows.size() == 16);
 }
 
-TEST_CASE("every built-in topology has tiers; rail-optimized nodes carry their rail", "[spec]") {
+TEST_CASE("every built-in topology has tiers, rail-optimized nodes carry their rail", "[spec]") {
   const FabricSpec leaf_spine =
       resolve({{"topology", {{"type", "leaf_spine"}, {"leaves", 3}, {"spines", 2}}}});
   CHECK(tier_counts(leaf_spine.topology).at(Tier::Leaf) == 3);

@@ -146,7 +146,7 @@ nlohmann::json incast_16(const nlohmann::json& traffic, const std::string& buffe
 }
 }  // namespace
 
-TEST_CASE("a 16:1 incast with sized headroom loses nothing; a lossy class drops", "[pfc][run]") {
+TEST_CASE("a 16:1 incast with sized headroom loses nothing, a lossy class drops", "[pfc][run]") {
   const nlohmann::json lossless = {{{"type", "incast"}, {"receiver", 0}, {"size", "1MB"}}};
   const RunResult r = run_scenario(incast_16(lossless, "2MB"));
   int64_t drops = 0, xoff = 0, paused_hosts = 0, retx = 0;

@@ -173,7 +173,7 @@ TEST_CASE("watchdog: the defaults are SONiC's, off, and a bad value names its pa
                     Catch::Contains("fabric.pfc.watchdog"));
 }
 
-TEST_CASE("watchdog: a queue paused past detection_time is a storm; drop discards and counts",
+TEST_CASE("watchdog: a queue paused past detection_time is a storm, drop discards and counts",
           "[pfc][watchdog]") {
   StarBench b(with_action("drop"));
   // Host 2 never stops pausing until 1 ms: its first XOFF reaches the switch at 1 us + 84 B.

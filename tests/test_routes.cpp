@@ -479,7 +479,7 @@ TEST_CASE("a routing loop ends in TTL drops at the switch where the TTL runs out
   CHECK(port_record(longer, "B", "A").total(&PriorityCounters::drops_ttl) == 0);
 }
 
-TEST_CASE("long-way static routes deadlock a ring; a priority rewrite removes the cycle",
+TEST_CASE("long-way static routes deadlock a ring, a priority rewrite removes the cycle",
           "[routes][run]") {
   const RunResult stuck = run_file("scenarios/deadlock/ring3_longway.json", {"run.end=3ms"});
   CHECK(stuck.stop_reason == "deadlock");  // the detector ends it (else it runs to its end)

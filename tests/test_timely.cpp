@@ -66,7 +66,7 @@ TEST_CASE("timely: the RTT gradient steers the rate, T_low and T_high bound it",
   CHECK(rate_of(cc) == Approx(before + 10e6).epsilon(1e-9));
 }
 
-TEST_CASE("timely: one update per segment or per round trip, whichever ends first; a floor",
+TEST_CASE("timely: one update per segment or per round trip, whichever ends first, a floor",
           "[timely]") {
   TimelyConfig c = config();
   c.segment = 64'000;
