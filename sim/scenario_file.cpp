@@ -6,11 +6,14 @@
 #include "sim/params.h"
 
 namespace fabtwin {
-namespace {
 
-nlohmann::json read_json_file(const std::filesystem::path& file) {
+nlohmann::json read_json_file(const std::filesystem::path& file, const std::string& path) {
+  std::error_code error;
+  if (std::filesystem::is_directory(file, error)) {
+    throw ScenarioError(path, "expected a JSON file, found a directory at " + file.string());
+  }
   std::ifstream in(file);
-  if (!in) throw ScenarioError("", "cannot open scenario file " + file.string());
+  if (!in) throw ScenarioError(path, "cannot open JSON file " + file.string());
   std::stringstream buffer;
   buffer << in.rdbuf();
   const std::string text = buffer.str();
@@ -26,10 +29,12 @@ nlohmann::json read_json_file(const std::filesystem::path& file) {
         ++column;
       }
     }
-    throw ScenarioError("", file.string() + ":" + std::to_string(line) + ":" +
-                                std::to_string(column) + ": not valid JSON (" + e.what() + ")");
+    throw ScenarioError(path, file.string() + ":" + std::to_string(line) + ":" +
+                                  std::to_string(column) + ": not valid JSON (" + e.what() + ")");
   }
 }
+
+namespace {
 
 void merge_into(nlohmann::json& base, const nlohmann::json& over) {
   for (const auto& [key, value] : over.items()) {
@@ -51,7 +56,7 @@ nlohmann::json load_with_extends(const std::filesystem::path& file,
     }
   }
   chain.push_back(canonical);
-  nlohmann::json doc = read_json_file(file);
+  nlohmann::json doc = read_json_file(file, "");
   if (!doc.is_object()) {
     throw ScenarioError("", file.string() + ": expected a JSON object, found " + json_text(doc));
   }

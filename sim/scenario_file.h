@@ -21,6 +21,10 @@ struct ScenarioDocument {
 ScenarioDocument load_scenario(const std::filesystem::path& file,
                                const std::vector<std::string>& overrides = {});
 
+// Reads one JSON file (a scenario, or a file a scenario names); errors name `path`, the key
+// that named the file ("" for the scenario itself), and say where the JSON is invalid.
+nlohmann::json read_json_file(const std::filesystem::path& file, const std::string& path);
+
 // Applies one override to a document (exposed for tests).
 void apply_override(nlohmann::json& root, const std::string& assignment);
 

@@ -22,13 +22,15 @@ struct StarBench {
   std::vector<Host*> hosts;
   Switch* sw = nullptr;
 
-  explicit StarBench(const SwitchConfig& config) {
+  // `table`: the switch's forwarding table when not the star's shortest paths (e.g. with a
+  // priority rewrite).
+  explicit StarBench(const SwitchConfig& config, const ForwardingTable* table = nullptr) {
     for (int h = 0; h < 3; ++h) {
       auto host = std::make_unique<Host>("host" + std::to_string(h), pool);
       hosts.push_back(host.get());
       sim.add(std::move(host));
     }
-    auto s = std::make_unique<Switch>("switch", pool, routing.table(3), 3, config);
+    auto s = std::make_unique<Switch>("switch", pool, table ? *table : routing.table(3), 3, config);
     sw = s.get();
     sim.add(std::move(s));
     for (Host* h : hosts) h->ports().resize(1);

@@ -105,6 +105,13 @@ struct StarBench : testing::StarBench<ScriptedHost> {
   explicit StarBench(const nlohmann::json& watchdog)
       : testing::StarBench<ScriptedHost>(read_switch_config(
             {{"fabric", {{"pfc", {{"watchdog", watchdog}}}}}}, roce::data_frame(4096, true))) {}
+  // Lossless priorities 3 and 4, and `table` at the switch.
+  StarBench(const nlohmann::json& watchdog, const ForwardingTable& table)
+      : testing::StarBench<ScriptedHost>(
+            read_switch_config(
+                {{"fabric", {{"pfc", {{"watchdog", watchdog}, {"lossless_priorities", {3, 4}}}}}}},
+                roce::data_frame(4096, true)),
+            &table) {}
 
   // A lossless (priority 3, DSCP 26) data packet of 4096 B of payload.
   Packet* packet(int src, int dst, uint32_t psn) {
@@ -171,6 +178,20 @@ TEST_CASE("watchdog: the defaults are SONiC's, off, and a bad value names its pa
                     Catch::Contains("fabric.pfc.watchdog.detection_time"));
   CHECK_THROWS_WITH(read_switch_config({{"fabric", {{"pfc", {{"watchdog", 3}}}}}}, 4174),
                     Catch::Contains("fabric.pfc.watchdog"));
+  // nic.rx_stall names hosts by index; one beyond any int is refused, not wrapped.
+  CHECK_THROWS_WITH(HostNic::read_config({{"nic", {{"rx_stall", {{"hosts", {4294967296}}}}}}}),
+                    Catch::Contains("nic.rx_stall.hosts[0]") && Catch::Contains("4294967296"));
+  // A poll is an event per paused port: a 1 ps grid would never let a run end.
+  CHECK_THROWS_WITH(
+      read_switch_config(
+          {{"fabric", {{"pfc", {{"watchdog", {{"enabled", true}, {"poll_interval", "1ps"}}}}}}}},
+          4174),
+      Catch::Contains("fabric.pfc.watchdog.poll_interval") && Catch::Contains("at least 1us"));
+  CHECK_THROWS_WITH(
+      read_switch_config(
+          {{"fabric", {{"pfc", {{"watchdog", {{"enabled", true}, {"detection_time", "1ps"}}}}}}}},
+          4174),
+      Catch::Contains("fabric.pfc.watchdog.poll_interval") && Catch::Contains("at least 1us"));
 }
 
 TEST_CASE("watchdog: a queue paused past detection_time is a storm, drop discards and counts",
@@ -200,6 +221,31 @@ TEST_CASE("watchdog: a queue paused past detection_time is a storm, drop discard
   // Dropping freed the ingress: host 0 was never paused.
   CHECK(b.sw->ports()[0].counters[3].pause_sent == 0);
   CHECK(b.sw->ports()[0].counters[3].watchdog_storms == 0);
+}
+
+TEST_CASE("watchdog: under a priority rewrite, drop frees the arrival priority's ingress group",
+          "[pfc][watchdog]") {
+  // The switch moves host 0's priority 3 to priority 4 (Tagger-style); host 2 storms on 4.
+  const Topology star = build_star(3, parse_rate("100Gbps"), kDelay);
+  ForwardingTable table = RoutingTable(star).table(3);
+  table.rewrites.resize(3 * kPriorities);
+  for (size_t i = 0; i < table.rewrites.size(); ++i) {
+    table.rewrites[i] = static_cast<uint8_t>(i % kPriorities);
+  }
+  table.rewrites[0 * kPriorities + 3] = 4;
+  StarBench b(with_action("drop"), table);
+  b.hosts[2]->storm(Time{}, milliseconds(1), microseconds(100), 4);
+  for (uint32_t i = 0; i < 10; ++i) b.hosts[0]->send_at(Time{}, b.packet(0, 2, i));
+  b.hosts[0]->send_at(microseconds(600), b.packet(0, 2, 10));  // during the storm: dropped
+  b.sim.run(milliseconds(2));
+  const PriorityCounters& queue4 = b.sw->ports()[2].counters[4];
+  CHECK(queue4.watchdog_storms == 1);
+  CHECK(queue4.watchdog_drops == 11);
+  CHECK(b.hosts[2]->of(PacketType::Data).empty());
+  // Every byte went back to the group it was admitted in (port 0, priority 3): nothing held.
+  CHECK(b.sw->buffer().used() == 0);
+  CHECK(b.sw->buffer().shared_used() == 0);
+  CHECK(b.sw->buffer().group_shared(0, 3) == 0);
 }
 
 TEST_CASE("watchdog: forward transmits ignoring pause, then obeys pause again and re-detects",

@@ -360,6 +360,8 @@ TEST_CASE("routing, graph and event errors name the JSON path", "[routes][errors
   CHECK_THAT(error_of(g), Contains("at topology.switches") && Contains("found both"));
   CHECK_THAT(error_of({{"type", "graph"}, {"file", "no-such-graph.json"}}),
              Contains("at topology.file") && Contains("no-such-graph.json"));
+  CHECK_THAT(error_of({{"type", "graph"}, {"file", "."}}),
+             Contains("at topology.file") && Contains("found a directory"));
   CHECK_THAT(error_of({{"type", "ring"}, {"switches", 2}}), Contains("at topology.switches"));
   CHECK_THAT(error_of({{"type", "star"}, {"links", nlohmann::json::array()}}),
              Contains("at topology.links") && Contains("does not apply"));
@@ -388,6 +390,10 @@ TEST_CASE("routing, graph and event errors name the JSON path", "[routes][errors
   CHECK_THAT(routing_error({{"priority_rewrite",
                              {{{"switch", "A"}, {"from", "h1"}, {"priority", 3}, {"to", 4}}}}}),
              Contains("at routing.priority_rewrite[0].from"));
+  // A lossless frame may not be moved to a lossy priority (it could then be dropped).
+  CHECK_THAT(routing_error({{"priority_rewrite",
+                             {{{"switch", "A"}, {"from", "h0"}, {"priority", 3}, {"to", 0}}}}}),
+             Contains("at routing.priority_rewrite[0].to") && Contains("lossy priority 0"));
   CHECK_THAT(routing_error({{"ttl", 0}}), Contains("at routing.ttl") && Contains("1..255"));
   CHECK_THAT(routing_error({{"algorithm", "ospf"}}), Contains("at routing.algorithm"));
   CHECK_NOTHROW(resolve(scenario_with(graph, {{"routing", {{"algorithm", "ecmp"}}}})));

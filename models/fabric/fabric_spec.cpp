@@ -177,10 +177,20 @@ void check_ecn_not_shadowed(const nlohmann::json& root, const Topology& topology
 }
 
 // A priority rewrite moves a frame to its new priority by rewriting its DSCP (switches classify
-// by DSCP at every hop), so some DSCP must map to that priority.
+// by DSCP at every hop), so some DSCP must map to that priority. It may not make a lossless frame
+// lossy: the frame would be admitted on a lossless ingress group yet could be dropped at a lossy
+// egress queue.
 void check_rewrites_classified(const RoutingPolicy& routing, const SwitchConfig& config) {
   for (size_t i = 0; i < routing.rewrites.size(); ++i) {
     const int to = routing.rewrites[i].to;
+    const int from = routing.rewrites[i].priority;
+    if (config.pfc && config.mmu.lossless[from] && !config.mmu.lossless[to]) {
+      throw ScenarioError("routing.priority_rewrite[" + std::to_string(i) + "].to",
+                          "expected a lossless priority (fabric.pfc.lossless_priorities) for "
+                          "lossless priority " +
+                              std::to_string(from) + ", found lossy priority " +
+                              std::to_string(to));
+    }
     const auto& map = config.dscp_to_priority;
     if (std::find(map.begin(), map.end(), to) == map.end()) {
       throw ScenarioError("routing.priority_rewrite[" + std::to_string(i) + "].to",

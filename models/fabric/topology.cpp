@@ -1,8 +1,8 @@
 #include "models/fabric/topology.h"
 
 #include <algorithm>
-#include <fstream>
 #include <map>
+#include "sim/scenario_file.h"
 
 namespace fabtwin {
 
@@ -477,14 +477,8 @@ Topology read_topology(const nlohmann::json& scenario, const std::filesystem::pa
                               "the scenario, found both");
         }
       }
-      const std::filesystem::path file = dir / name;
-      std::ifstream in(file);
-      if (!in) {
-        throw ScenarioError(r.path_of("file"),
-                            "expected a readable JSON file, found none at " + file.string());
-      }
+      const nlohmann::json graph = read_json_file(dir / name, r.path_of("file"));
       const std::string path = r.path_of("file") + "(" + name + ")";
-      const nlohmann::json graph = nlohmann::json::parse(in, nullptr, false);
       if (!graph.is_object()) {
         throw ScenarioError(path, "expected a JSON object with switches, hosts and links");
       }

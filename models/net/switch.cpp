@@ -111,6 +111,7 @@ void Switch::set_link(uint32_t index, bool up) {
     port.paused_until[prio] = port.paused_since[prio] = now();
   }
   port.pending_pause.clear();
+  port.watchdog_storm = port.watchdog_drop = 0;  // a storm ends with the link
   for (int prio = 0; prio < kPriorities; ++prio) {
     while (!port.queues[prio].empty()) {
       const QueuedPacket q = port.dequeue(prio);
@@ -132,8 +133,8 @@ int64_t Switch::headroom_overflows() const {
 [[gnu::always_inline]] inline void Switch::forward(uint32_t in_port, Packet* p, int prio,
                                                    uint32_t out, int queue) {
   EgressPort& port = ports_[out];
-  if (port.watchdog_drop >> prio & 1) [[unlikely]] {  // the PFC watchdog drops this queue
-    watchdog_discard(port, prio, p, p->frame);
+  if (port.watchdog_drop >> queue & 1) [[unlikely]] {  // the PFC watchdog drops this queue
+    watchdog_discard(port, queue, p, p->frame);
     return;
   }
   const Admission verdict =
@@ -289,11 +290,10 @@ void Switch::watchdog_flush(uint32_t port_index, int prio) {
   EgressPort& port = ports_[port_index];
   while (!port.queues[prio].empty()) {
     const QueuedPacket q = port.dequeue(prio);
-    buffer_->release(q.ingress, prio, static_cast<int>(port_index), prio, q.frame);
     watchdog_discard(port, prio, q.packet, q.frame);
-    if (pause_senders_[q.ingress].pausing(prio) && buffer_->should_resume(q.ingress, prio)) {
-      resume_upstream(q.ingress, pause_senders_[q.ingress], prio);
-    }
+    // Its bytes leave the ingress group it arrived in (another priority where this switch
+    // rewrites priorities), which may then resume upstream.
+    release(q, port_index, rewrites_ ? q.ingress_priority : prio, prio);
   }
 }
 

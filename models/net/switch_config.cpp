@@ -182,6 +182,8 @@ using WatchdogParams = BoundParams<PfcWatchdogConfig>;
 // SONiC's `pfcwd start_default` (sonic-utilities pfcwd/main.py) is the source of the timers
 // and the action; docs/references.md (PFC watchdog).
 constexpr int64_t kSonicPollPs = 200'000'000'000;  // 200 ms
+// The shortest watchdog poll: every paused port schedules a poll this often.
+constexpr Time kMinWatchdogPoll{1'000'000};  // 1 us
 
 const WatchdogParams kWatchdogParams{
     "fabric.pfc.watchdog",
@@ -217,9 +219,11 @@ const WatchdogParams kWatchdogParams{
              "detection or restoration time"},
             [](ParamReader& r, PfcWatchdogConfig& c) {
               const auto poll = r.time_or("poll_interval", "auto");
-              if (poll && poll->ps <= 0) {
+              if (poll && *poll < kMinWatchdogPoll) {
                 throw ScenarioError(r.path_of("poll_interval"),
-                                    "expected a positive time, found " + format_time(*poll));
+                                    "expected at least " + format_time(kMinWatchdogPoll) +
+                                        " (a poll is an event per paused port), found " +
+                                        format_time(*poll));
               }
               c.poll_interval = poll ? *poll : Time{};  // auto: set by fabric.pfc
             }),
@@ -294,6 +298,14 @@ const SwitchParams kPfcParams{
               if (w.poll_interval.ps == 0) {  // auto: no longer than either time (SONiC's rule)
                 w.poll_interval =
                     std::min({Time{kSonicPollPs}, w.detection_time, w.restoration_time});
+                if (w.enabled && w.poll_interval < kMinWatchdogPoll) {
+                  throw ScenarioError(r.path_of("watchdog") + ".poll_interval",
+                                      "expected at least " + format_time(kMinWatchdogPoll) +
+                                          ": auto polls every min(detection_time, "
+                                          "restoration_time) = " +
+                                          format_time(w.poll_interval) +
+                                          "; give a longer time or a poll_interval");
+                }
               }
             }),
     }};

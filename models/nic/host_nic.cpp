@@ -1,6 +1,7 @@
 #include "models/nic/host_nic.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "models/net/pfc.h"
 #include "models/net/routing.h"
@@ -76,7 +77,8 @@ const NicParams kNicParams{
               }
               for (size_t i = 0; i < v["hosts"].size(); ++i) {
                 const nlohmann::json& h = v["hosts"][i];
-                if (!h.is_number_integer() || h.get<int64_t>() < 0) {
+                if (!h.is_number_integer() || h.get<int64_t>() < 0 ||
+                    h.get<int64_t>() > std::numeric_limits<int>::max()) {
                   throw ScenarioError(path + ".hosts[" + std::to_string(i) + "]",
                                       "expected a host index, found " + json_text(h));
                 }
@@ -235,6 +237,7 @@ void HostNic::set_link(bool up) {
     }
   }
   port.pending_pause.clear();
+  port.watchdog_storm = port.watchdog_drop = 0;  // a storm ends with the link
 }
 
 void HostNic::begin() {
