@@ -1,11 +1,49 @@
 #include "sim/scenario_file.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
 #include "sim/params.h"
 
 namespace fabtwin {
+namespace {
+
+// Scenarios are a few levels deep; the JSON library parses (and prints) recursively, so a
+// document nested thousands of levels deep would overflow the stack. Refuse it first.
+constexpr int kMaxNesting = 64;
+
+// The line of the first place `text` nests deeper than kMaxNesting, or 0 when it does not.
+size_t too_deep_at(const std::string& text) {
+  int depth = 0;
+  size_t line = 1;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\n') ++line;
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxNesting) return line;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return 0;
+}
+
+std::string nesting_error(size_t line) {
+  return "expected JSON nested at most " + std::to_string(kMaxNesting) +
+         " levels deep, found deeper at line " + std::to_string(line);
+}
+
+}  // namespace
 
 nlohmann::json read_json_file(const std::filesystem::path& file, const std::string& path) {
   std::error_code error;
@@ -17,6 +55,9 @@ nlohmann::json read_json_file(const std::filesystem::path& file, const std::stri
   std::stringstream buffer;
   buffer << in.rdbuf();
   const std::string text = buffer.str();
+  if (const size_t line = too_deep_at(text)) {
+    throw ScenarioError(path, file.string() + ": " + nesting_error(line));
+  }
   try {
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
@@ -46,8 +87,10 @@ void merge_into(nlohmann::json& base, const nlohmann::json& over) {
   }
 }
 
+// `named_by`: the key that named `file` ("extends[i]"), "" for the scenario itself.
 nlohmann::json load_with_extends(const std::filesystem::path& file,
-                                 std::vector<std::filesystem::path>& chain) {
+                                 std::vector<std::filesystem::path>& chain,
+                                 const std::string& named_by) {
   const auto canonical = std::filesystem::weakly_canonical(file);
   for (const auto& seen : chain) {
     if (seen == canonical) {
@@ -56,7 +99,7 @@ nlohmann::json load_with_extends(const std::filesystem::path& file,
     }
   }
   chain.push_back(canonical);
-  nlohmann::json doc = read_json_file(file, "");
+  nlohmann::json doc = read_json_file(file, named_by);
   if (!doc.is_object()) {
     throw ScenarioError("", file.string() + ": expected a JSON object, found " + json_text(doc));
   }
@@ -77,7 +120,8 @@ nlohmann::json load_with_extends(const std::filesystem::path& file,
                           "expected the path of another scenario file, found " + json_text(ext[i]));
     }
     std::vector<std::filesystem::path> branch = chain;
-    merge_into(merged, load_with_extends(file.parent_path() / ext[i].get<std::string>(), branch));
+    merge_into(merged, load_with_extends(file.parent_path() / ext[i].get<std::string>(), branch,
+                                         "extends[" + std::to_string(i) + "]"));
   }
   merge_into(merged, doc);
   return merged;
@@ -92,6 +136,8 @@ void apply_override(nlohmann::json& root, const std::string& assignment) {
   }
   const std::string path = assignment.substr(0, eq);
   const std::string text = assignment.substr(eq + 1);
+  if (const size_t line = too_deep_at(text))
+    throw ScenarioError("--set " + path, nesting_error(line));
   nlohmann::json value = nlohmann::json::parse(text, nullptr, false);
   if (value.is_discarded()) value = text;
 
@@ -103,12 +149,14 @@ void apply_override(nlohmann::json& root, const std::string& assignment) {
       const size_t close = path.find(']', i);
       if (close == std::string::npos) throw ScenarioError(path, "unclosed [ in --set path");
       const std::string index_text = path.substr(i + 1, close - i - 1);
-      size_t index = 0;
-      try {
-        index = std::stoul(index_text);
-      } catch (const std::exception&) {
+      // Decimal digits only: std::stoul would read "0x1" or " 1" as a number and ignore the rest.
+      const bool digits = !index_text.empty() && index_text.size() <= 9 &&
+                          std::all_of(index_text.begin(), index_text.end(),
+                                      [](char c) { return c >= '0' && c <= '9'; });
+      if (!digits) {
         throw ScenarioError(path, "expected an array index in [], found \"" + index_text + "\"");
       }
+      const size_t index = std::stoul(index_text);
       walked += "[" + index_text + "]";
       if (!node->is_array() || index >= node->size()) {
         throw ScenarioError(walked, "--set names an array element that does not exist");
@@ -137,7 +185,7 @@ ScenarioDocument load_scenario(const std::filesystem::path& file,
                                const std::vector<std::string>& overrides) {
   std::vector<std::filesystem::path> chain;
   ScenarioDocument doc;
-  doc.root = load_with_extends(file, chain);
+  doc.root = load_with_extends(file, chain, "");
   for (const std::string& o : overrides) apply_override(doc.root, o);
   doc.file = file;
   doc.dir = file.parent_path();

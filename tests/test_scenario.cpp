@@ -142,6 +142,31 @@ TEST_CASE("a file that is not JSON is reported with its line and column", "[scen
   CHECK_THROWS_WITH(load_scenario(kData / "no-such-file.json"), Catch::Contains("cannot open"));
 }
 
+TEST_CASE("deep nesting, a directory for a file and a non-decimal index are refused by name",
+          "[scenario]") {
+  // 100,000 levels would overflow the stack of the (recursive) JSON parser and printer.
+  const fs::path deep = write_temp(
+      "deep.json", "{\"topology\": " + std::string(100000, '[') + std::string(100000, ']') + "}");
+  CHECK_THROWS_WITH(load_scenario(deep),
+                    Catch::Contains("deep.json") && Catch::Contains("nested at most 64 levels"));
+  const fs::path shallow = write_temp("shallow.json", "{\"description\": \"[[[{{{\\\"\"}");
+  CHECK_NOTHROW(load_scenario(shallow));  // brackets inside a string do not nest
+  CHECK_THROWS_WITH(load_scenario(shallow, {"description=" + std::string(1000, '[')}),
+                    Catch::Contains("--set description") && Catch::Contains("nested at most"));
+  const fs::path extends_dir = write_temp("extends-dir.json", R"({"extends": "."})");
+  CHECK_THROWS_WITH(load_scenario(extends_dir),
+                    Catch::Contains("at extends[0]") && Catch::Contains("found a directory"));
+  // traffic[0x1] is not traffic[0]; std::stoul would have read the leading 0.
+  const fs::path two =
+      write_temp("two-generators.json", R"({"traffic": [{"type": "incast"}, {"type": "incast"}]})");
+  for (const char* index : {"0x1", " 1", "+1", "1e0", ""}) {
+    INFO("index \"" << index << "\"");
+    CHECK_THROWS_WITH(load_scenario(two, {std::string("traffic[") + index + "].size=1MB"}),
+                      Catch::Contains("expected an array index"));
+  }
+  CHECK(load_scenario(two, {"traffic[1].size=1MB"}).root["traffic"][1]["size"] == "1MB");
+}
+
 TEST_CASE("the CLI exits non-zero on a bad scenario and writes no result file", "[scenario][cli]") {
   const fs::path bad = write_temp("bad-unit.json", R"({"fabric": {"link": {"rate": "fast"}}})");
   const fs::path out = bad.parent_path() / "should-not-exist.h5";
