@@ -23,6 +23,11 @@ std::string quoted(std::string_view text) {
 }
 
 // Splits "12.5 Gbps" into a decimal number and the unit text; throws on anything else.
+// Numbers in scenarios have at most 19 significant digits and 18 decimals: the mantissa (below
+// 10^19) times a unit's factor (up to 10^12) and the divisor (up to 10^18) then fit the 128-bit
+// arithmetic of scaled().
+constexpr __int128 kMaxMantissa = static_cast<__int128>(1'000'000'000'000'000'000) * 10;
+
 std::pair<Decimal, std::string_view> split_number(std::string_view text, const char* what) {
   Decimal d;
   size_t i = 0;
@@ -31,9 +36,9 @@ std::pair<Decimal, std::string_view> split_number(std::string_view text, const c
     const char c = text[i];
     if (c >= '0' && c <= '9') {
       digits = true;
-      if (d.mantissa > static_cast<__int128>(1) << 100) {
+      if (d.mantissa >= kMaxMantissa / 10 || (point && d.decimals >= 18)) {
         throw UnitError("expected " + std::string(what) + ", found " + quoted(text) +
-                        " (too large)");
+                        " (too many digits)");
       }
       d.mantissa = d.mantissa * 10 + (c - '0');
       if (point) ++d.decimals;

@@ -55,6 +55,22 @@ TEST_CASE("bad quantities are refused with what was expected and found", "[units
   CHECK_THROWS_AS(parse_time("1..5us"), UnitError);
 }
 
+TEST_CASE("huge quantities are refused, never wrapped into small ones", "[units]") {
+  // These once wrapped in 128-bit arithmetic: 568 ms, 232 MB and 568 Gb/s.
+  CHECK_THROWS_WITH(parse_time("340282366920938463463374608s"), Catch::Contains("too many digits"));
+  CHECK_THROWS_WITH(parse_bytes("340282366920938463463374608GB"),
+                    Catch::Contains("too many digits"));
+  CHECK_THROWS_WITH(parse_rate("340282366920938463463374608Tbps"),
+                    Catch::Contains("too many digits"));
+  CHECK_THROWS_WITH(parse_time("0.0000000000000000001s"), Catch::Contains("too many digits"));
+  CHECK_THROWS_WITH(parse_time("9223372036854775808ps"), Catch::Contains("too large"));
+  CHECK_THROWS_WITH(parse_time("9223373s"), Catch::Contains("too large"));
+  // The largest that fit still parse exactly.
+  CHECK(parse_time("9223372036854775807ps").ps == INT64_MAX);
+  CHECK(parse_time("9223372s").ps == 9'223'372'000'000'000'000);
+  CHECK(parse_time("0.000000000001s").ps == 1);
+}
+
 TEST_CASE("quantities print in the largest fitting unit", "[units]") {
   CHECK(format_time(Time{1'500'000}) == "1.5us");
   CHECK(format_time(Time{4'388'949'760}) == "4.38894976ms");
