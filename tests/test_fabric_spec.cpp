@@ -185,3 +185,20 @@ TEST_CASE("the Ethernet port MTU is separate from the RoCE payload", "[spec]") {
   CHECK(error_of(kStar, {"fabric.link.mtu=1500B", "nic.mtu=1024B"}) == "(no error)");
   CHECK_THAT(error_of(kStar, {"fabric.link.mtu=10000B"}), Catch::Contains("1500B to 9216B"));
 }
+
+TEST_CASE("a flow needing more packets than the 32-bit PSNs number is refused, not truncated",
+          "[spec]") {
+  // 4295 GB in 1000 B packets is 4,295,000,000 packets: once cut to 32 bits, a flow that
+  // "completed" in milliseconds.
+  const nlohmann::json flows = {
+      {"topology", {{"type", "star"}, {"hosts", 2}}},
+      {"nic", {{"mtu", "1000B"}}},
+      {"traffic",
+       {{{"type", "flows"}, {"flows", {{{"src", 0}, {"dst", 1}, {"size", "4295GB"}}}}}}}};
+  CHECK_THROWS_WITH(resolve(flows), Catch::Contains("at traffic[0]") &&
+                                        Catch::Contains("4294967295 packets") &&
+                                        Catch::Contains("4295GB"));
+  nlohmann::json fits = flows;
+  fits["traffic"][0]["flows"][0]["size"] = "4294GB";
+  CHECK(resolve(fits).flows.at(0).size.count == 4'294'000'000'000);
+}

@@ -4,6 +4,7 @@
 
 #include "models/cc/algorithm.h"
 #include "models/net/roce_framing.h"
+#include "models/nic/queue_pair.h"
 #include "models/traffic/traffic.h"
 
 namespace fabtwin {
@@ -176,6 +177,17 @@ void check_ecn_not_shadowed(const nlohmann::json& root, const Topology& topology
   }
 }
 
+// A flow's packets are numbered by the model's 32-bit PSNs: a flow may not need more.
+void check_flow_sizes(const std::vector<FlowSpec>& flows, const NicConfig& nic) {
+  for (const FlowSpec& f : flows) {
+    if (packet_count(f.size.count, nic.mtu.count) <= kMaxFlowPackets) continue;
+    throw ScenarioError("traffic[" + std::to_string(f.generator) + "]",
+                        "expected flows of at most " + std::to_string(kMaxFlowPackets) +
+                            " packets of nic.mtu = " + format_bytes(nic.mtu) + ", found flow " +
+                            std::to_string(f.id) + " of " + format_bytes(f.size));
+  }
+}
+
 // A priority rewrite moves a frame to its new priority by rewriting its DSCP (switches classify
 // by DSCP at every hop), so some DSCP must map to that priority. It may not make a lossless frame
 // lossy: the frame would be admitted on a lossless ingress group yet could be dropped at a lossy
@@ -319,6 +331,7 @@ FabricSpec FabricSpec::resolve(const ScenarioDocument& doc) {
   spec.congestion_control = describe(nic.cc);
 
   spec.flows = generate_traffic(root, spec.topology, spec.run.seed, doc.dir);
+  check_flow_sizes(spec.flows, nic);
   spec.collectives = read_collectives(root, spec.topology);
   CollectiveSetup& collectives = spec.collectives;
   collectives.record_timeline = spec.output.collective_timeline;

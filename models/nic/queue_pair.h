@@ -20,8 +20,13 @@
 namespace fabtwin {
 
 // Packets of `bytes` split at `mtu` payload bytes (0 for an empty flow).
+inline int64_t packet_count(int64_t bytes, int64_t mtu) {
+  return bytes / mtu + (bytes % mtu != 0 ? 1 : 0);
+}
+// The same as a PSN count: FabricSpec refuses a flow of more than kMaxFlowPackets.
+inline constexpr int64_t kMaxFlowPackets = UINT32_MAX;
 inline uint32_t packets_of(int64_t bytes, int64_t mtu) {
-  return static_cast<uint32_t>((bytes + mtu - 1) / mtu);
+  return static_cast<uint32_t>(packet_count(bytes, mtu));
 }
 
 // The sending end. A flow QP sends one message (its flow); a connection QP (one of `lanes` QPs
