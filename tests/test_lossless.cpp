@@ -31,6 +31,10 @@ TEST_CASE("automatic headroom follows the mlx5 driver's rule", "[pfc]") {
   // Speeds below 40 Gb/s are sized as 40 Gb/s.
   CHECK(pfc::mlx5_headroom(parse_rate("10Gbps"), parse_time("35ns"), 1500) ==
         pfc::mlx5_headroom(parse_rate("40Gbps"), parse_time("35ns"), 1500));
+  // An absurd cable gives the largest headroom, never a wrapped small one (the buffer check
+  // then refuses it).
+  CHECK(pfc::mlx5_headroom(parse_rate("1Tbps"), Time{INT64_MAX}, 9216) == pfc::kMaxHeadroom);
+  CHECK(pfc::mlx5_headroom(parse_rate("100Gbps"), parse_time("1000s"), 9216) == pfc::kMaxHeadroom);
 }
 
 namespace {

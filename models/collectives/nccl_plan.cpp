@@ -10,7 +10,7 @@ namespace {
 constexpr int64_t kGrain = 512;  // Simple protocol: chunk sizes are multiples of 512 B
 
 int64_t div_up(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
+  return a / b + (a % b != 0 ? 1 : 0);  // a + b - 1 would overflow for sizes near the limit
 }
 
 // The chunk of one loop: the full chunk, or what is left spread over `parts` (channels, or

@@ -32,5 +32,8 @@ constexpr Time half_pause_duration(int quanta, BitsPerSec rate) {
 // It covers the cable round trip, a frame the sender may have started, and the frame the PAUSE
 // waits behind. The cable length is taken from the link's propagation delay at 5 ns/m.
 int64_t mlx5_headroom(BitsPerSec rate, Time propagation_delay, int64_t mtu_frame_bytes);
+// The largest headroom mlx5_headroom gives (2^40 B): far beyond any buffer, small enough that a
+// switch's sum over its ports and groups cannot overflow.
+inline constexpr int64_t kMaxHeadroom = int64_t{1} << 40;
 
 }  // namespace fabtwin::pfc
