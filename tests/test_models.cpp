@@ -260,4 +260,7 @@ TEST_CASE("flow-size CDFs: mean, sampling, and bad files", "[traffic]") {
   CHECK_THROWS_WITH(FlowSizeCdf::from_points({{0, 0}, {100, 60}, {50, 100}}),
                     Catch::Contains("must not decrease"));
   CHECK_THROWS_WITH(FlowSizeCdf::from_points({{0, 0}, {100, 60}}), Catch::Contains("100 percent"));
+  // A mean of 0 would make Poisson arrivals infinitely frequent (the run never ended).
+  CHECK_THROWS_WITH(FlowSizeCdf::from_points({{0, 50}, {0, 100}}), Catch::Contains("above 0"));
+  CHECK_THROWS_WITH(FlowSizeCdf::load(shipped_cdf_dir()), Catch::Contains("found a directory"));
 }

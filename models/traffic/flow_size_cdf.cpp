@@ -28,12 +28,22 @@ FlowSizeCdf FlowSizeCdf::from_points(std::vector<std::pair<double, double>> poin
     throw std::runtime_error("the last point must reach 100 percent, found " +
                              std::to_string(points.back().second));
   }
+  // Load is turned into an arrival rate by dividing by the mean size: a mean of 0 would make
+  // arrivals infinitely frequent.
+  if (points.back().first <= 0) {
+    throw std::runtime_error("expected some size above 0 bytes, found every size 0");
+  }
   FlowSizeCdf cdf;
   cdf.points_ = std::move(points);
   return cdf;
 }
 
 FlowSizeCdf FlowSizeCdf::load(const std::filesystem::path& file) {
+  std::error_code error;
+  if (std::filesystem::is_directory(file, error)) {
+    throw std::runtime_error("expected a flow-size CDF file, found a directory at " +
+                             file.string());
+  }
   std::ifstream in(file);
   if (!in) throw std::runtime_error("cannot open flow-size CDF " + file.string());
   std::vector<std::pair<double, double>> points;
