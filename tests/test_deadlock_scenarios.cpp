@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "models/fabric/fabric.h"
+#include "run_records.h"
 #include "sim/cli/deadlock.h"
 #include "sim/cli/report.h"
 #include "test_support.h"
@@ -62,20 +63,8 @@ std::set<std::string> switches_of(const std::set<Queue>& queues) {
   return s;
 }
 
-int64_t total(const RunResult& r, int64_t PriorityCounters::*field) {
-  int64_t n = 0;
-  for (const PortRecord& p : r.ports) n += p.total(field);
-  return n;
-}
-
-const PortRecord& port_record(const RunResult& r, const std::string& node,
-                              const std::string& peer) {
-  for (const PortRecord& p : r.ports) {
-    if (p.node == node && p.peer == peer) return p;
-  }
-  FAIL("no port " << node << " -> " << peer);
-  return r.ports.front();
-}
+using testing::port_record;
+using testing::total;
 
 nlohmann::json report_without_engine(const RunResult& r) {
   nlohmann::json j = json_report(r);

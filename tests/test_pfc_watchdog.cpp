@@ -13,6 +13,7 @@
 #include "models/net/routing.h"
 #include "models/net/switch.h"
 #include "models/nic/host_nic.h"
+#include "run_records.h"
 #include "star_bench.h"
 #include "test_support.h"
 
@@ -146,13 +147,6 @@ RunResult run_scenario(const ScenarioDocument& doc, int threads = 1) {
 
 RunResult run_scenario(const nlohmann::json& scenario) {
   return run_scenario(testing::inline_document(scenario));
-}
-
-const PortRecord& port_of(const RunResult& r, const std::string& node, const std::string& peer) {
-  for (const PortRecord& p : r.ports) {
-    if (p.node == node && p.peer == peer) return p;
-  }
-  throw std::runtime_error("no port " + node + " -> " + peer);
 }
 
 }  // namespace
@@ -402,10 +396,11 @@ TEST_CASE(
   // Without the watchdog the pause tree holds both victims until the stall ends at 2 ms.
   CHECK(stuck.flows[1].finish > milliseconds(2));
   CHECK(stuck.flows[2].finish > milliseconds(2));
-  CHECK(port_of(stuck, "leaf1", "host3").total(&PriorityCounters::watchdog_storms) == 0);
+  CHECK(testing::port_record(stuck, "leaf1", "host3").total(&PriorityCounters::watchdog_storms) ==
+        0);
   // With it, the queue to host 3 (paused from about 6 us) is declared at the poll of 110 us,
   // before any queue up the tree has been paused 100 us; dropping there drains the tree.
-  const PortRecord& root = port_of(saved, "leaf1", "host3");
+  const PortRecord& root = testing::port_record(saved, "leaf1", "host3");
   CHECK(root.total(&PriorityCounters::watchdog_storms) == 1);
   CHECK(root.total(&PriorityCounters::watchdog_drops) > 0);
   CHECK(saved.flows[1].finish < microseconds(400));
@@ -456,7 +451,7 @@ TEST_CASE("pfc defect: the NIC refreshes its XOFF every fabric.pfc.refresh_inter
   SECTION("the default pause time, refreshed every 20 us") {
     s["fabric"]["pfc"]["refresh_interval"] = "20us";
     const RunResult r = run_scenario(s);
-    const PortRecord& nic = port_of(r, "host1", "switch");
+    const PortRecord& nic = testing::port_record(r, "host1", "switch");
     // One pause episode from about 6 us to 1 ms: an XOFF at its start and one per 20 us
     // after; before the fix one per 167.8 us (half of 65535 quanta at 100 Gb/s).
     CHECK(nic.total(&PriorityCounters::xoff_transitions) == 1);
@@ -467,8 +462,8 @@ TEST_CASE("pfc defect: the NIC refreshes its XOFF every fabric.pfc.refresh_inter
     s["fabric"]["pfc"]["pause_quanta"] = 1;
     s["fabric"]["pfc"]["refresh_interval"] = "10us";
     const RunResult r = run_scenario(s);
-    const PortRecord& nic = port_of(r, "host1", "switch");
-    const PortRecord& to_nic = port_of(r, "switch", "host1");
+    const PortRecord& nic = testing::port_record(r, "host1", "switch");
+    const PortRecord& to_nic = testing::port_record(r, "switch", "host1");
     // Refreshes every 10 us, plus a re-sent XOFF for each frame that arrives after the last
     // one ran out (the pause lasts 5.12 ns, so nearly every frame): never one per 2.56 ns
     // (390,625 in 1 ms), as before the fix.

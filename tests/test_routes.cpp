@@ -7,6 +7,7 @@
 #include <set>
 
 #include "models/fabric/fabric.h"
+#include "run_records.h"
 #include "sim/cli/report.h"
 #include "test_support.h"
 
@@ -91,20 +92,8 @@ RunResult run_file(const std::string& scenario, const std::vector<std::string>& 
   return fabric.run();
 }
 
-int64_t total(const RunResult& r, int64_t PriorityCounters::*field) {
-  int64_t n = 0;
-  for (const PortRecord& p : r.ports) n += p.total(field);
-  return n;
-}
-
-const PortRecord& port_record(const RunResult& r, const std::string& node,
-                              const std::string& peer) {
-  for (const PortRecord& p : r.ports) {
-    if (p.node == node && p.peer == peer) return p;
-  }
-  FAIL("no port " << node << " -> " << peer);
-  return r.ports.front();
-}
+using testing::port_record;
+using testing::total;
 
 nlohmann::json scenario_with(const nlohmann::json& topology, const nlohmann::json& extra = {}) {
   nlohmann::json s = {{"topology", topology},
