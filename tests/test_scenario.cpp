@@ -167,6 +167,24 @@ TEST_CASE("deep nesting, a directory for a file and a non-decimal index are refu
   CHECK(load_scenario(two, {"traffic[1].size=1MB"}).root["traffic"][1]["size"] == "1MB");
 }
 
+TEST_CASE("an output file that cannot be written is refused before the run", "[scenario][cli]") {
+  const fs::path ok = write_temp("valid-out.json", kValid);
+  const fs::path log = ok.parent_path() / "out-check.log";
+  for (const std::string& option :
+       {"--out /", "--out /proc/no-such/x.h5", "--json /proc/x.json", "--trace /dev/null/x.json"}) {
+    INFO(option);
+    const std::string command = std::string(FABTWIN_BINARY) + " run " + ok.string() + " " + option +
+                                " > " + log.string() + " 2>&1";
+    const int status = std::system(command.c_str());
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 2);
+    std::ifstream in(log);
+    const std::string said((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    CHECK_THAT(said, Catch::Contains("fabtwin run: " + option));
+    CHECK_THAT(said, !Catch::Contains("engine"));  // refused before anything ran
+  }
+}
+
 TEST_CASE("the CLI exits non-zero on a bad scenario and writes no result file", "[scenario][cli]") {
   const fs::path bad = write_temp("bad-unit.json", R"({"fabric": {"link": {"rate": "fast"}}})");
   const fs::path out = bad.parent_path() / "should-not-exist.h5";

@@ -26,6 +26,37 @@ inline void write_atomically(const std::filesystem::path& target,
   }
 }
 
+// An output file that cannot be written: the option that named it and what stands in the way.
+struct OutputPathError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Checks, before a run, that `target` can be written as write_atomically will: not a directory,
+// its folder creatable, a file creatable in it. Throws OutputPathError.
+inline void check_writable(const std::filesystem::path& target, const std::string& option) {
+  namespace fs = std::filesystem;
+  const std::string named = option + " " + target.string();
+  std::error_code error;
+  if (target.empty() || fs::is_directory(target, error) || !target.has_filename()) {
+    throw OutputPathError(named + ": expected a file name, found a directory");
+  }
+  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  if (!fs::exists(dir, error) && !fs::create_directories(dir, error)) {
+    throw OutputPathError(named + ": cannot create the folder " + dir.string() + " (" +
+                          error.message() + ")");
+  }
+  if (!fs::is_directory(dir, error)) {
+    throw OutputPathError(named + ": " + dir.string() + " is not a folder");
+  }
+  const fs::path probe =
+      target.string() + ".partial-" + std::to_string(static_cast<long>(::getpid()));
+  const bool writable = static_cast<bool>(std::ofstream(probe));
+  fs::remove(probe, error);
+  if (!writable) {
+    throw OutputPathError(named + ": cannot write a file in " + dir.string());
+  }
+}
+
 // A text file (JSON report, trace), written the same way.
 inline void write_text_atomically(const std::filesystem::path& target, const std::string& text) {
   write_atomically(target, [&](const std::filesystem::path& temp) {

@@ -442,6 +442,7 @@ int command_deadlock(const std::vector<std::string>& args) {
   if (options.failures < 0 || options.failures > 2) throw po::error("--failures must be 0, 1 or 2");
   const FabricSpec spec =
       FabricSpec::resolve(load_scenario(vm["scenario"].as<std::string>(), sets));
+  if (!json.empty() && json != "-") check_writable(json, "--json");
   const StaticDeadlockReport report =
       analyse_deadlocks(spec, policy_routes(spec.topology, spec.routing), options);
   if (json == "-") {

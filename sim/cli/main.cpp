@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "models/fabric/fabric.h"
+#include "sim/cli/atomic_file.h"
 #include "sim/cli/bench.h"
 #include "sim/cli/deadlock.h"
 #include "sim/cli/describe.h"
@@ -91,6 +92,13 @@ int command_run(const std::vector<std::string>& args, Transport* transport) {
   if (threads < 0) throw po::error("--threads must be 0 or more");
   FabricSpec spec = FabricSpec::resolve(load_scenario(vm["scenario"].as<std::string>(), sets));
   if (out.empty()) out = spec.output.hdf5;
+  // Every output file can be written, before the run rather than after it.
+  const bool root_rank = transport == nullptr || transport->rank() == 0;
+  if (root_rank) {
+    if (!out.empty()) check_writable(out, "--out");
+    if (!json.empty() && json != "-") check_writable(json, "--json");
+    if (!trace.empty()) check_writable(trace, "--trace");
+  }
   Fabric fabric(std::move(spec), threads, transport);
   const bool root = transport == nullptr || transport->rank() == 0;
   const RunResult result = fabric.run(root ? progress_line(fabric.run_config().end) : nullptr);
@@ -167,6 +175,10 @@ int main(int argc, char** argv) {
     // Every rank reads the same scenario, so every rank stops here alike; one of them says so.
     if (!quiet) std::cerr << "fabtwin: " << e.what() << "\n";
     return 2;
+  } catch (const OutputPathError& e) {
+    // Only the rank that writes checks its outputs: the others must be stopped too.
+    std::cerr << "fabtwin " << command << ": " << e.what() << "\n";
+    return fail(2);
   } catch (const po::error& e) {
     if (!quiet) std::cerr << "fabtwin " << command << ": " << e.what() << "\n";
     return 2;
