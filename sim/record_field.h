@@ -74,7 +74,9 @@ constexpr auto fields_of() {
 }
 
 template <class T>
-concept Record = requires { record_fields(std::type_identity<T>{}); };
+concept Record = requires {
+  record_fields(std::type_identity<T>{});
+};
 
 template <class T>
 struct is_record_array : std::false_type {};

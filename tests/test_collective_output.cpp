@@ -56,8 +56,8 @@ CollectiveTransferRecord transfer(uint32_t row, uint16_t channel, CollectiveTran
   return {row, 0, channel, transport, src, dst, kMiB, {posted_ps}, {arrived_ps}};
 }
 
-// Two sizes of an all-reduce on four GPUs (the numbers of docs/references.md §4.2's example), and an
-// all-gather on two of them, with a few steps and transfers.
+// Two sizes of an all-reduce on four GPUs (the numbers of docs/references.md §4.2's example), and
+// an all-gather on two of them, with a few steps and transfers.
 RunResult collective_result() {
   RunResult r;
   r.scenario_file = "synthetic.json";

@@ -100,7 +100,8 @@ TEST_CASE("flows group by traffic generator and by size bucket", "[metrics]") {
   CHECK(fct_percentile_ps(by_size.at("<=100KB"), 50) == 10 * kUs);
 
   const MetricGroups groups = find_metric("fct_p50_ps_by_size").groups(r);
-  CHECK(groups == MetricGroups{{"<=10KB", 1.0 * kUs}, {"<=100KB", 10.0 * kUs}, {"<=10MB", 200.0 * kUs}});
+  CHECK(groups ==
+        MetricGroups{{"<=10KB", 1.0 * kUs}, {"<=100KB", 10.0 * kUs}, {"<=10MB", 200.0 * kUs}});
 }
 
 TEST_CASE("slowdown is FCT over the message's time at the source's line rate", "[metrics]") {
@@ -125,7 +126,8 @@ TEST_CASE("goodput and throughput of flow sets", "[metrics]") {
   // Generator 1: only the 2 MB flow completed, 0 to 200 us.
   CHECK(goodput_bps(by_generator.at("1")) == Approx(2e6 * 8 / 200e-6));
   // Everything delivered, the incomplete flow's 5000 B too, from 0 to the last event (400 us).
-  CHECK(throughput_bps(r, all_flows(r)) == Approx((1'000 + 50'000 + 2'000'000 + 5'000) * 8 / 400e-6));
+  CHECK(throughput_bps(r, all_flows(r)) ==
+        Approx((1'000 + 50'000 + 2'000'000 + 5'000) * 8 / 400e-6));
   // Generator 1 starts at 0 too.
   CHECK(throughput_bps(r, by_generator.at("1")) == Approx((2'000'000 + 5'000) * 8 / 400e-6));
   // Figures over every flow need every flow complete.
@@ -231,13 +233,13 @@ TEST_CASE("the catalogue names each metric once, and the report holds the argume
   CHECK_THROWS_AS(find_metric("no_such_metric"), ScenarioError);
   const RunResult r = small_run();
   CHECK_THROWS_AS(measure_metric("fct_p50_ps_by_size", r), ScenarioError);  // a group, not a figure
-  CHECK(measure_metric("mean_queue_bytes", r, {{"node", "switch"}, {"port", 0}, {"after", "10us"}}) ==
-        Approx(400));
+  CHECK(measure_metric("mean_queue_bytes", r,
+                       {{"node", "switch"}, {"port", 0}, {"after", "10us"}}) == Approx(400));
 
   const nlohmann::json j = metrics_json(r);
   CHECK(j.at("fct_p50_ps") == 10.0 * kUs);
   CHECK(j.at("fct_p99_ps_by_generator").at("1") == 200.0 * kUs);
-  CHECK(j.at("aggregate_goodput_bps").is_null());  // a flow did not complete
+  CHECK(j.at("aggregate_goodput_bps").is_null());     // a flow did not complete
   CHECK(j.at("rate_convergence_time_ps").is_null());  // no rate samples
-  CHECK_FALSE(j.contains("mean_queue_bytes"));  // needs a port
+  CHECK_FALSE(j.contains("mean_queue_bytes"));        // needs a port
 }

@@ -1,5 +1,5 @@
-// NCCL's tuning model against the numbers docs/references.md section 3.3 works out by hand and against
-// the model's formulas re-derived here, independently of the implementation.
+// NCCL's tuning model against the numbers docs/references.md section 3.3 works out by hand and
+// against the model's formulas re-derived here, independently of the implementation.
 #include <cmath>
 #include <cstdint>
 

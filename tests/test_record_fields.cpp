@@ -16,9 +16,9 @@ TEST_CASE("records merge field by field by their rules", "[records]") {
   b.max_queue_bytes = 5'000;
   b.paused_time = Time{7};
   merge_record(a, b);
-  CHECK(a.tx_packets == 7);            // Sum
-  CHECK(a.max_queue_bytes == 9'000);   // Max
-  CHECK(a.paused_time == Time{7});     // Sum of times
+  CHECK(a.tx_packets == 7);           // Sum
+  CHECK(a.max_queue_bytes == 9'000);  // Max
+  CHECK(a.paused_time == Time{7});    // Sum of times
 
   FlowRecord requester, responder;
   requester.spec.id = 5;

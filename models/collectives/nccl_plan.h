@@ -1,7 +1,7 @@
 // NCCL's collective algorithms as work plans: for every rank and channel, the slices it
 // receives, reduces or copies, and sends, over which connections, cut the way NCCL's Simple
-// protocol cuts them (buffer, steps, chunks, slices; docs/references.md §3.4-3.5, NCCL 2.30.7 device
-// code). A plan says what depends on what; the GPU node model decides when it happens.
+// protocol cuts them (buffer, steps, chunks, slices; docs/references.md §3.4-3.5, NCCL 2.30.7
+// device code). A plan says what depends on what; the GPU node model decides when it happens.
 #pragma once
 
 #include <array>

@@ -80,14 +80,22 @@ Cell cell(const T& v) {
 
 inline std::string cell_type_text(CellType type, int text_length) {
   switch (type) {
-    case CellType::Int32: return "int32";
-    case CellType::Int64: return "int64";
-    case CellType::UInt8: return "uint8";
-    case CellType::UInt16: return "uint16";
-    case CellType::UInt32: return "uint32";
-    case CellType::UInt64: return "uint64";
-    case CellType::Float64: return "float64";
-    case CellType::Text: return "string[" + std::to_string(text_length) + "]";
+    case CellType::Int32:
+      return "int32";
+    case CellType::Int64:
+      return "int64";
+    case CellType::UInt8:
+      return "uint8";
+    case CellType::UInt16:
+      return "uint16";
+    case CellType::UInt32:
+      return "uint32";
+    case CellType::UInt64:
+      return "uint64";
+    case CellType::Float64:
+      return "float64";
+    case CellType::Text:
+      return "string[" + std::to_string(text_length) + "]";
   }
   return "";
 }
@@ -104,8 +112,7 @@ void append_columns(std::vector<Column<Row>>& out, Access access, const std::str
                      [access, get = f.get](const Row& row) { return cell(get(access(row))); }});
     } else if constexpr (Record<T>) {
       append_columns<Row, T>(
-          out, [access, m = f.member](const Row& row) -> T { return access(row).*m; },
-          over);
+          out, [access, m = f.member](const Row& row) -> T { return access(row).*m; }, over);
     } else if constexpr (is_record_array<T>::value) {
       using Element = typename T::value_type;
       append_columns<Row, Element>(
@@ -120,7 +127,8 @@ void append_columns(std::vector<Column<Row>>& out, Access access, const std::str
     } else {
       std::string meaning = f.meaning;
       if (!over.empty()) {
-        meaning += f.merge == Merge::Max ? " Largest over " + over + "." : " Sum over " + over + ".";
+        meaning +=
+            f.merge == Merge::Max ? " Largest over " + over + "." : " Sum over " + over + ".";
       }
       out.push_back({f.name, cell_type<T>(), f.text_length, f.unit, meaning,
                      [access, m = f.member, present = f.present](const Row& row) -> Cell {
