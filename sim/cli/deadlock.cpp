@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "sim/cli/atomic_file.h"
+#include "sim/cli/scenario_command.h"
 #include "sim/scenario_file.h"
 
 namespace fabtwin {
@@ -430,15 +431,8 @@ int command_deadlock(const std::vector<std::string>& args) {
       "cycles described in full for the whole fabric (default 10)")(
       "json", po::value(&json), "write the analysis as JSON to FILE, or to stdout with -")(
       "scenario", po::value<std::string>(), "scenario file");
-  po::positional_options_description pos;
-  pos.add("scenario", 1);
   po::variables_map vm;
-  po::store(po::command_line_parser(args).options(opts).positional(pos).run(), vm);
-  po::notify(vm);
-  if (vm.count("help") || !vm.count("scenario")) {
-    std::cout << opts;
-    return vm.count("help") ? 0 : 2;
-  }
+  if (const std::optional<int> status = parse_scenario_command(args, opts, vm)) return *status;
   if (options.failures < 0 || options.failures > 2) throw po::error("--failures must be 0, 1 or 2");
   const FabricSpec spec =
       FabricSpec::resolve(load_scenario(vm["scenario"].as<std::string>(), sets));

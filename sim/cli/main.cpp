@@ -13,6 +13,7 @@
 #include "sim/cli/deadlock.h"
 #include "sim/cli/describe.h"
 #include "sim/cli/report.h"
+#include "sim/cli/scenario_command.h"
 #include "sim/cli/trace.h"
 #include "sim/cli/validation.h"
 #ifdef FABTWIN_HAVE_MPI
@@ -80,15 +81,8 @@ int command_run(const std::vector<std::string>& args, Transport* transport) {
       "write the timeline (collectives, PFC pauses, queue depths) as a Chrome/Perfetto trace")(
       "threads", po::value(&threads), "threads to simulate on (default: run.threads; 0 = all)")(
       "scenario", po::value<std::string>(), "scenario file");
-  po::positional_options_description pos;
-  pos.add("scenario", 1);
   po::variables_map vm;
-  po::store(po::command_line_parser(args).options(opts).positional(pos).run(), vm);
-  po::notify(vm);
-  if (vm.count("help") || !vm.count("scenario")) {
-    std::cout << opts;
-    return vm.count("help") ? 0 : 2;
-  }
+  if (const std::optional<int> status = parse_scenario_command(args, opts, vm)) return *status;
   if (threads < 0) throw po::error("--threads must be 0 or more");
   FabricSpec spec = FabricSpec::resolve(load_scenario(vm["scenario"].as<std::string>(), sets));
   if (out.empty()) out = spec.output.hdf5;
