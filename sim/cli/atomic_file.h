@@ -41,12 +41,13 @@ inline void check_writable(const std::filesystem::path& target, const std::strin
     throw OutputPathError(named + ": expected a file name, found a directory");
   }
   const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  if (!fs::exists(dir, error) && !fs::create_directories(dir, error)) {
-    throw OutputPathError(named + ": cannot create the folder " + dir.string() + " (" +
-                          error.message() + ")");
-  }
-  if (!fs::is_directory(dir, error)) {
-    throw OutputPathError(named + ": " + dir.string() + " is not a folder");
+  // create_directories says false, without an error, when another process made the folder
+  // first: what counts is whether it is there afterwards.
+  fs::create_directories(dir, error);
+  if (!fs::is_directory(dir)) {
+    throw OutputPathError(
+        named + ": cannot create the folder " + dir.string() +
+        (fs::exists(dir) ? " (something else is there)" : " (" + error.message() + ")"));
   }
   const fs::path probe =
       target.string() + ".partial-" + std::to_string(static_cast<long>(::getpid()));
