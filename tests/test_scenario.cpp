@@ -2,12 +2,15 @@
 // each kind of mistake.
 #include <unistd.h>
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "models/fabric/fabric.h"
+#include "sim/cli/atomic_file.h"
 #include "sim/scenario_file.h"
 
 using namespace fabtwin;
@@ -170,7 +173,7 @@ TEST_CASE("deep nesting, a directory for a file and a non-decimal index are refu
 TEST_CASE("an output file that cannot be written is refused before the run", "[scenario][cli]") {
   const fs::path ok = write_temp("valid-out.json", kValid);
   const fs::path log = ok.parent_path() / "out-check.log";
-  for (const std::string& option :
+  for (const std::string option :
        {"--out /", "--out /proc/no-such/x.h5", "--json /proc/x.json", "--trace /dev/null/x.json"}) {
     INFO(option);
     const std::string command = std::string(FABTWIN_BINARY) + " run " + ok.string() + " " + option +
@@ -182,6 +185,30 @@ TEST_CASE("an output file that cannot be written is refused before the run", "[s
     const std::string said((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     CHECK_THAT(said, Catch::Contains("fabtwin run: " + option));
     CHECK_THAT(said, !Catch::Contains("engine"));  // refused before anything ran
+  }
+}
+
+TEST_CASE("output folders made by several processes at once are accepted", "[scenario][cli]") {
+  // ctest runs fixtures in parallel that write into one new folder: each must accept a folder
+  // another made a moment before (create_directories then reports false without an error).
+  for (int round = 0; round < 20; ++round) {
+    const fs::path dir =
+        write_temp("race.txt", "").parent_path() / ("race-" + std::to_string(round)) / "deep";
+    std::vector<fs::path> targets;
+    for (int w = 0; w < 8; ++w) targets.push_back(dir / ("x" + std::to_string(w) + ".h5"));
+    std::vector<std::thread> writers;
+    std::atomic<int> refused{0};
+    for (const fs::path& target : targets) {
+      writers.emplace_back([&refused, &target] {
+        try {
+          check_writable(target, "--out");
+        } catch (const OutputPathError&) {
+          ++refused;
+        }
+      });
+    }
+    for (std::thread& t : writers) t.join();
+    CHECK(refused == 0);
   }
 }
 
