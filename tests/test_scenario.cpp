@@ -195,7 +195,7 @@ TEST_CASE("output folders made by several processes at once are accepted", "[sce
     const fs::path dir =
         write_temp("race.txt", "").parent_path() / ("race-" + std::to_string(round)) / "deep";
     std::vector<fs::path> targets;
-    for (int w = 0; w < 8; ++w) targets.push_back(dir / ("x" + std::to_string(w) + ".h5"));
+    for (int w = 0; w < 8; ++w) targets.push_back((dir / "x").concat(std::to_string(w) + ".h5"));
     std::vector<std::thread> writers;
     std::atomic<int> refused{0};
     for (const fs::path& target : targets) {
