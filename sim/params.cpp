@@ -4,8 +4,37 @@
 
 namespace fabtwin {
 
+namespace {
+// j.dump(), but stopping once `out` holds `limit` characters: an error message quotes the start
+// of a value, and a section of a large document must not be serialized whole to quote it.
+void dump_prefix(const nlohmann::json& j, std::string& out, size_t limit) {
+  if (out.size() >= limit) return;
+  if (j.is_object()) {
+    out += '{';
+    bool first = true;
+    for (auto it = j.begin(); it != j.end() && out.size() < limit; ++it, first = false) {
+      if (!first) out += ',';
+      out += nlohmann::json(it.key()).dump() + ':';
+      dump_prefix(it.value(), out, limit);
+    }
+    out += '}';
+  } else if (j.is_array()) {
+    out += '[';
+    bool first = true;
+    for (auto it = j.begin(); it != j.end() && out.size() < limit; ++it, first = false) {
+      if (!first) out += ',';
+      dump_prefix(*it, out, limit);
+    }
+    out += ']';
+  } else {
+    out += j.dump();
+  }
+}
+}  // namespace
+
 std::string json_text(const nlohmann::json& j) {
-  std::string s = j.dump();
+  std::string s;
+  dump_prefix(j, s, 81);
   if (s.size() > 80) s = s.substr(0, 77) + "...";
   return s;
 }

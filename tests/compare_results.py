@@ -1,5 +1,6 @@
 """Compares two fabtwin result sets (the --json report and the HDF5 file) and fails on any
-difference other than the wall-clock and engine figures, which are allowed to differ."""
+difference other than the wall-clock and engine figures and the run id, which are allowed to
+differ."""
 import json
 import sys
 
@@ -8,13 +9,14 @@ import numpy as np
 
 json_a, json_b, h5_a, h5_b = sys.argv[1:5]
 a, b = json.load(open(json_a)), json.load(open(json_b))
-a.pop("engine")
-b.pop("engine")
+for report in (a, b):
+    report.pop("engine")
+    report.pop("run_id")
 failures = [f"--json field {k} differs" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
 
 with h5py.File(h5_a, "r") as fa, h5py.File(h5_b, "r") as fb:
     for name in sorted(set(fa.attrs) | set(fb.attrs)):
-        if name == "wall_seconds":
+        if name in ("wall_seconds", "run_id"):
             continue
         if name not in fa.attrs or name not in fb.attrs or fa.attrs[name] != fb.attrs[name]:
             failures.append(f"HDF5 attribute {name} differs")

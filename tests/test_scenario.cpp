@@ -11,6 +11,7 @@
 
 #include "models/fabric/fabric.h"
 #include "sim/cli/atomic_file.h"
+#include "sim/params.h"
 #include "sim/scenario_file.h"
 
 using namespace fabtwin;
@@ -224,4 +225,15 @@ TEST_CASE("the CLI exits non-zero on a bad scenario and writes no result file", 
   for (const auto& entry : fs::directory_iterator(bad.parent_path())) {
     CHECK(entry.path().string().find(".partial-") == std::string::npos);
   }
+}
+
+TEST_CASE("an error quotes the start of a value without serializing all of it", "[scenario]") {
+  nlohmann::json small = {{"a", 1}, {"b", {1, 2, "three"}}, {"c", nullptr}};
+  CHECK(json_text(small) == small.dump());
+  // A large section: the quote is dump()'s first 77 characters and "...".
+  nlohmann::json big = nlohmann::json::array();
+  for (int i = 0; i < 100000; ++i) big.push_back({{"src", i}, {"dst", i + 1}, {"size", "1MB"}});
+  CHECK(json_text(big) == big.dump().substr(0, 77) + "...");
+  nlohmann::json exact = std::string(78, 'x');  // 80 characters with its quotes: kept whole
+  CHECK(json_text(exact) == exact.dump());
 }

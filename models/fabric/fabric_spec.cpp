@@ -330,7 +330,7 @@ FabricSpec FabricSpec::resolve(const ScenarioDocument& doc) {
   nic.rate_sample_interval = spec.output.rate_sample_interval;
   spec.congestion_control = describe(nic.cc);
 
-  spec.flows = generate_traffic(root, spec.topology, spec.run.seed, doc.dir);
+  spec.flows = generate_traffic(root, spec.topology, spec.run.seed, doc.dir, spec.run.end);
   check_flow_sizes(spec.flows, nic);
   spec.collectives = read_collectives(root, spec.topology);
   CollectiveSetup& collectives = spec.collectives;

@@ -204,6 +204,7 @@ struct RunResult {
   std::string stop_reason;   // "deadlock" when the detector stopped the run, else empty
   Time stop_time{};          // the checkpoint it stopped at
   double wall_seconds = 0;   // wall clock (the only non-deterministic figure)
+  std::string run_id;        // one invocation's files share it (set by whoever writes them)
   int threads = 1;           // engine figures, like wall time: not part of the results
   int partitions = 1;
   int64_t data_packets_sent = 0;

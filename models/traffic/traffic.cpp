@@ -1,5 +1,7 @@
 #include "models/traffic/traffic.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <numeric>
 
 #include "models/traffic/flow_size_cdf.h"
@@ -71,7 +73,9 @@ const ParamGroup kPoissonParams{
      {"load", ParamType::Probability, "0.5",
       "offered load as a fraction of each host's link rate; sources and destinations are uniform",
       "fabtwin; the HPCC and DCQCN studies sweep 0.3-0.8"},
-     {"duration", ParamType::Time, "", "arrivals are generated from start for this long",
+     {"duration", ParamType::Time, "",
+      "arrivals are generated from start for this long (those at or after run.end are not: "
+      "they could not start)",
       "fabtwin"},
      kStart,
      kDscp}};
@@ -81,6 +85,7 @@ struct Context {
   std::vector<FlowSpec>& flows;
   Rng rng;
   uint32_t generator;  // index of the traffic entry
+  Time horizon;        // the run's end: a flow that would start at or after it never does
 };
 
 int read_host(ParamReader& r, const std::string& key, const Topology& t) {
@@ -203,7 +208,17 @@ void poisson(ParamReader& r, Context& c, const std::filesystem::path& scenario_d
   // Aggregate arrivals per picosecond so that each host offers `load` of its link on average.
   const double per_ps = load * host_rate * hosts / (8.0 * cdf.mean()) * 1e-12;
   double t = static_cast<double>(start.ps);
-  const double end = static_cast<double>(start.ps + duration.ps);
+  const double end = std::min(static_cast<double>(start.ps) + static_cast<double>(duration.ps),
+                              static_cast<double>(c.horizon.ps));
+  const double expected = per_ps * std::max(0.0, end - t);
+  if (expected > static_cast<double>(kMaxPoissonFlows)) {
+    char text[160];
+    std::snprintf(text, sizeof text,
+                  "about %.3g flows would arrive before the run ends, more than the %.3g one run "
+                  "holds: shorten duration or run.end, or lower load",
+                  expected, static_cast<double>(kMaxPoissonFlows));
+    throw ScenarioError(r.path_of("duration"), text);
+  }
   for (;;) {
     t += c.rng.exponential(1.0 / per_ps);
     if (t >= end) break;
@@ -224,7 +239,8 @@ const std::vector<const ParamGroup*>& traffic_param_groups() {
 }
 
 std::vector<FlowSpec> generate_traffic(const nlohmann::json& scenario, const Topology& topology,
-                                       uint64_t seed, const std::filesystem::path& scenario_dir) {
+                                       uint64_t seed, const std::filesystem::path& scenario_dir,
+                                       Time horizon) {
   std::vector<FlowSpec> flows;
   if (!scenario.contains("traffic")) return flows;
   const nlohmann::json& list = scenario["traffic"];
@@ -243,7 +259,8 @@ std::vector<FlowSpec> generate_traffic(const nlohmann::json& scenario, const Top
     const std::string type = g["type"].get<std::string>();
     if (type == "collective") continue;  // GPU nodes run these (read_collectives)
     // Generator i draws from stream 2^40 + i, apart from every component's stream.
-    Context c{topology, flows, Rng(seed, (uint64_t{1} << 40) + i), static_cast<uint32_t>(i)};
+    Context c{topology, flows, Rng(seed, (uint64_t{1} << 40) + i), static_cast<uint32_t>(i),
+              horizon};
     const ParamGroup* group = type == "flows"         ? &kFlowsParams
                               : type == "incast"      ? &kIncastParams
                               : type == "permutation" ? &kPermutationParams

@@ -252,6 +252,8 @@ void write_contents(const RunResult& r, const std::filesystem::path& path) {
     h5.group("collectives");
     for_each_collective_table(r, write);
   }
+  // Written last: a file that has it was written whole by the run it names.
+  h5.attribute("run_id", r.run_id);
   h5.close();
 }
 

@@ -89,14 +89,15 @@ int command_run(const std::vector<std::string>& args, Transport* transport) {
   // Every output file can be written, before the run rather than after it.
   const bool root_rank = transport == nullptr || transport->rank() == 0;
   if (root_rank) {
-    if (!out.empty()) check_writable(out, "--out");
+    if (!out.empty()) check_writable(out, "--out", OutputKind::Seekable);
     if (!json.empty() && json != "-") check_writable(json, "--json");
     if (!trace.empty()) check_writable(trace, "--trace");
   }
   Fabric fabric(std::move(spec), threads, transport);
   const bool root = transport == nullptr || transport->rank() == 0;
-  const RunResult result = fabric.run(root ? progress_line(fabric.run_config().end) : nullptr);
+  RunResult result = fabric.run(root ? progress_line(fabric.run_config().end) : nullptr);
   if (!root) return 0;  // rank 0 reports and writes the results of every rank
+  result.run_id = new_run_id();  // the same in the summary and in every file written below
   if (::isatty(STDERR_FILENO)) std::fprintf(stderr, "\r%80s\r", "");
   // --json - puts the JSON report on stdout in place of the summary (for scripts).
   const bool json_to_stdout = json == "-";

@@ -328,12 +328,14 @@ void print_summary(const RunResult& r, std::ostream& out) {
                 static_cast<long long>(r.data_packets_sent));
   out << engine;
   out << "fingerprint " << hex64(r.fingerprint) << "\n";
+  if (!r.run_id.empty()) out << "run id      " << r.run_id << "\n";
 }
 
 nlohmann::json json_report(const RunResult& r) {
   const RunFigures f = run_figures(r);
   nlohmann::json j;
   j["fabtwin_version"] = kVersion;
+  j["run_id"] = r.run_id;
   j["scenario_file"] = r.scenario_file;
   j["seed"] = r.seed;
   j["fingerprint"] = hex64(r.fingerprint);

@@ -360,7 +360,9 @@ nlohmann::json trace_json(const RunResult& r) {
   });
   nlohmann::json list = nlohmann::json::array();
   for (TraceEvent& e : events) list.push_back(std::move(e.json));
-  return {{"traceEvents", std::move(list)}, {"displayTimeUnit", "ns"}};
+  return {{"traceEvents", std::move(list)},
+          {"displayTimeUnit", "ns"},
+          {"otherData", {{"run_id", r.run_id}}}};
 }
 
 void write_trace(const RunResult& r, const std::filesystem::path& file) {
