@@ -244,6 +244,31 @@ TEST_CASE("Poisson arrivals offer the requested load", "[traffic]") {
   CHECK(bytes == Approx(expected).epsilon(0.15));
 }
 
+TEST_CASE("Poisson arrivals are generated only within the run", "[traffic]") {
+  // A long duration and a short run: the arrivals the run cannot reach are not made, and those
+  // it reaches are the same as without the bound (the same random stream, cut short).
+  const nlohmann::json scenario = {{"traffic", nlohmann::json::array({nlohmann::json::parse(
+                                                   R"({"type": "poisson", "cdf": "websearch",
+                                                       "load": 0.5, "duration": "10s"})")})}};
+  const Topology star = build_star(16, parse_rate("100Gbps"), parse_time("1us"));
+  const auto bounded = generate_traffic(scenario, star, 1, ".", parse_time("2ms"));
+  nlohmann::json two_ms = scenario;
+  two_ms["traffic"][0]["duration"] = "2ms";
+  const auto whole = generate_traffic(two_ms, star, 1, ".");
+  REQUIRE_FALSE(bounded.empty());
+  REQUIRE(bounded.size() == whole.size());
+  for (size_t i = 0; i < bounded.size(); ++i) {
+    CHECK(bounded[i].start == whole[i].start);
+    CHECK(bounded[i].size == whole[i].size);
+  }
+  // More arrivals than one run holds are refused up front, with the path and the count.
+  nlohmann::json huge = scenario;
+  huge["traffic"][0]["cdf"] = "google-rpc-2008";
+  CHECK_THROWS_WITH(generate_traffic(huge, star, 1, ".", parse_time("100s")),
+                    Catch::Contains("traffic[0].duration") &&
+                        Catch::Contains("flows would arrive before the run ends"));
+}
+
 TEST_CASE("flow-size CDFs: mean, sampling, and bad files", "[traffic]") {
   const FlowSizeCdf cdf = FlowSizeCdf::load(shipped_cdf_dir() / "websearch.txt");
   Rng rng(1, 2);

@@ -21,8 +21,8 @@ namespace fs = std::filesystem;
 namespace {
 
 fs::path fresh_dir(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() /
-                       ("fabtwin-files-" + std::to_string(::getpid())) / name;
+  const fs::path dir =
+      fs::temp_directory_path() / ("fabtwin-files-" + std::to_string(::getpid())) / name;
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;

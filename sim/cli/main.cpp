@@ -96,7 +96,7 @@ int command_run(const std::vector<std::string>& args, Transport* transport) {
   Fabric fabric(std::move(spec), threads, transport);
   const bool root = transport == nullptr || transport->rank() == 0;
   RunResult result = fabric.run(root ? progress_line(fabric.run_config().end) : nullptr);
-  if (!root) return 0;  // rank 0 reports and writes the results of every rank
+  if (!root) return 0;           // rank 0 reports and writes the results of every rank
   result.run_id = new_run_id();  // the same in the summary and in every file written below
   if (::isatty(STDERR_FILENO)) std::fprintf(stderr, "\r%80s\r", "");
   // --json - puts the JSON report on stdout in place of the summary (for scripts).
