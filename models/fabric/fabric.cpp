@@ -227,6 +227,7 @@ RunResult Fabric::run(const Simulator::Progress& progress) {
 
   RunResult r;
   r.scenario_text = spec_.scenario_text;
+  r.warnings = spec_.warnings;
   r.scenario_file = spec_.scenario_file;
   r.seed = run_.seed;
   r.fingerprint = sim_->fingerprint();

@@ -3,6 +3,7 @@
 #include <set>
 
 #include "models/cc/algorithm.h"
+#include "models/fabric/run_cost.h"
 #include "models/net/roce_framing.h"
 #include "models/nic/queue_pair.h"
 #include "models/traffic/traffic.h"
@@ -346,6 +347,7 @@ FabricSpec FabricSpec::resolve(const ScenarioDocument& doc) {
     nic.host_latency = gpu.pcie_latency;
     resolve_connections(collectives, spec.topology, spec.routes);
   }
+  spec.warnings = check_run_cost(spec);
   return spec;
 }
 

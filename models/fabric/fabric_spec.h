@@ -64,6 +64,8 @@ struct FabricSpec {
   // resolved plans and connections (the NIC queue pairs are added when a Fabric is built).
   std::vector<FlowSpec> flows;
   CollectiveSetup collectives;
+  // Settings that will make the run costly, each a sentence with the expected cost (run_cost.h).
+  std::vector<std::string> warnings;
 
   // Reads and checks every section of `doc`. Throws ScenarioError naming the JSON path.
   static FabricSpec resolve(const ScenarioDocument& doc);

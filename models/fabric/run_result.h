@@ -195,6 +195,7 @@ constexpr auto record_fields(std::type_identity<UnreachableRecord>) {
 struct RunResult {
   std::string scenario_text;  // merged scenario, as run
   std::string scenario_file;
+  std::vector<std::string> warnings;  // the scenario's costly settings (FabricSpec::warnings)
   uint64_t seed = 0;
   uint64_t fingerprint = 0;
   uint64_t events = 0;

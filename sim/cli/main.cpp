@@ -89,6 +89,7 @@ int command_run(const std::vector<std::string>& args, Transport* transport) {
   // Every output file can be written, before the run rather than after it.
   const bool root_rank = transport == nullptr || transport->rank() == 0;
   if (root_rank) {
+    for (const std::string& w : spec.warnings) std::cerr << "fabtwin: warning: " << w << "\n";
     if (!out.empty()) check_writable(out, "--out", OutputKind::Seekable);
     if (!json.empty() && json != "-") check_writable(json, "--json");
     if (!trace.empty()) check_writable(trace, "--trace");

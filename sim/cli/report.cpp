@@ -336,6 +336,7 @@ nlohmann::json json_report(const RunResult& r) {
   nlohmann::json j;
   j["fabtwin_version"] = kVersion;
   j["run_id"] = r.run_id;
+  j["warnings"] = r.warnings;
   j["scenario_file"] = r.scenario_file;
   j["seed"] = r.seed;
   j["fingerprint"] = hex64(r.fingerprint);
