@@ -226,8 +226,10 @@ void ParamReader::finish() const {
       known += (known.empty() ? "" : ", ") + p.key;
     }
     if (declared) {
-      throw ScenarioError(path_of(key),
-                          "this key does not apply to this configuration, found " + json_text(v));
+      throw ScenarioError(
+          path_of(key), "this key does not apply to this configuration, found " + json_text(v) +
+                            " (if a file named by extends set it, remove it with \"" + key +
+                            "\": null in the extending file, or --set " + path_of(key) + "=null)");
     }
     throw ScenarioError(path_of(key), "unknown key; this section takes: " + known);
   }

@@ -77,9 +77,14 @@ nlohmann::json read_json_file(const std::filesystem::path& file, const std::stri
 
 namespace {
 
+// JSON Merge Patch (RFC 7386) with arrays replaced whole: objects merge key by key, and null
+// removes the key, which is how an extending file drops what its base set.
 void merge_into(nlohmann::json& base, const nlohmann::json& over) {
   for (const auto& [key, value] : over.items()) {
-    if (value.is_object() && base.contains(key) && base[key].is_object()) {
+    if (value.is_null()) {
+      base.erase(key);
+    } else if (value.is_object()) {  // into an empty object where there is none: nulls go
+      if (!base.contains(key) || !base[key].is_object()) base[key] = nlohmann::json::object();
       merge_into(base[key], value);
     } else {
       base[key] = value;
@@ -103,7 +108,11 @@ nlohmann::json load_with_extends(const std::filesystem::path& file,
   if (!doc.is_object()) {
     throw ScenarioError("", file.string() + ": expected a JSON object, found " + json_text(doc));
   }
-  if (!doc.contains("extends")) return doc;
+  if (!doc.contains("extends")) {
+    nlohmann::json plain = nlohmann::json::object();
+    merge_into(plain, doc);  // the same null rule as in an extending file
+    return plain;
+  }
   nlohmann::json ext = doc["extends"];
   doc.erase("extends");
   if (ext.is_string()) ext = nlohmann::json::array({ext});
@@ -140,8 +149,15 @@ void apply_override(nlohmann::json& root, const std::string& assignment) {
     throw ScenarioError("--set " + path, nesting_error(line));
   nlohmann::json value = nlohmann::json::parse(text, nullptr, false);
   if (value.is_discarded()) value = text;
+  if (value.is_object()) {  // nulls inside remove nothing here: they are dropped
+    nlohmann::json plain = nlohmann::json::object();
+    merge_into(plain, value);
+    value = std::move(plain);
+  }
 
   nlohmann::json* node = &root;
+  nlohmann::json* parent = nullptr;
+  std::string last_key;  // the key `node` is under in `parent`; empty after an array index
   std::string walked;
   size_t i = 0;
   while (i < path.size()) {
@@ -161,6 +177,7 @@ void apply_override(nlohmann::json& root, const std::string& assignment) {
       if (!node->is_array() || index >= node->size()) {
         throw ScenarioError(walked, "--set names an array element that does not exist");
       }
+      parent = nullptr;
       node = &(*node)[index];
       i = close + 1;
       if (i < path.size() && path[i] == '.') ++i;
@@ -174,11 +191,17 @@ void apply_override(nlohmann::json& root, const std::string& assignment) {
     if (!node->is_object()) {
       throw ScenarioError(walked, "--set path goes through something that is not an object");
     }
+    parent = node;
+    last_key = key;
     node = &(*node)[key];
     i = end == std::string::npos ? path.size() : end;
     if (i < path.size() && path[i] == '.') ++i;
   }
-  *node = value;
+  if (value.is_null() && parent != nullptr) {
+    parent->erase(last_key);  // `path=null` removes the key, as null does in an extending file
+  } else {
+    *node = value;
+  }
 }
 
 ScenarioDocument load_scenario(const std::filesystem::path& file,

@@ -1109,6 +1109,19 @@ TEST_CASE("collective scenario errors name the key", "[collectives]") {
   both["traffic"][0]["max_bytes"] = "4MiB";
   CHECK_THAT(scenario_error(both),
              Catch::Contains("traffic[0].max_bytes") && Catch::Contains("not both"));
+
+  // A sweep's wrong end is the key blamed.
+  nlohmann::json zero = ok;
+  zero["traffic"][0].erase("size");
+  zero["traffic"][0]["min_bytes"] = "0B";
+  CHECK_THAT(scenario_error(zero),
+             Catch::Contains("traffic[0].min_bytes") && Catch::Contains("at least 1B"));
+  nlohmann::json inverted = ok;
+  inverted["traffic"][0].erase("size");
+  inverted["traffic"][0]["min_bytes"] = "4MiB";
+  inverted["traffic"][0]["max_bytes"] = "1MiB";
+  CHECK_THAT(scenario_error(inverted),
+             Catch::Contains("traffic[0].max_bytes") && Catch::Contains("at least min_bytes"));
 }
 
 TEST_CASE("two collectives at once on disjoint GPUs, ranks in any GPU order", "[collectives]") {

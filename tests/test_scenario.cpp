@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "models/fabric/fabric.h"
+#include "models/fabric/fabric_spec.h"
 #include "sim/cli/atomic_file.h"
 #include "sim/params.h"
 #include "sim/scenario_file.h"
@@ -57,6 +58,33 @@ TEST_CASE("extends merges objects key by key, the extending file winning", "[sce
   CHECK(doc.root["run"]["seed"] == 9);
   CHECK(doc.root["run"]["end"] == "1ms");
   CHECK_FALSE(doc.root.contains("extends"));
+}
+
+TEST_CASE("null in an extending file or in --set removes what the base set", "[scenario]") {
+  // A fat-tree base extended into a star: its k would stay behind and be refused, naming the
+  // way out; with "k": null (or --set topology.k=null) the star stands alone.
+  write_temp("fat_tree_base.json", R"({
+    "topology": {"type": "fat_tree", "k": 4},
+    "fabric": {"link": {"rate": "100Gbps", "delay": "1us"}},
+    "run": {"end": "1ms"}})");
+  const fs::path star = write_temp("star_child.json", R"({"extends": "fat_tree_base.json",
+    "topology": {"type": "star", "hosts": 4}})");
+  const fs::path fixed = write_temp("star_fixed.json", R"({"extends": "fat_tree_base.json",
+    "topology": {"type": "star", "hosts": 4, "k": null}, "fabric": {"link": {"delay": null}}})");
+  CHECK_THROWS_WITH(FabricSpec::resolve(load_scenario(star)),
+                    Catch::Contains("at topology.k") && Catch::Contains("does not apply") &&
+                        Catch::Contains("\"k\": null in the extending file") &&
+                        Catch::Contains("--set topology.k=null"));
+  const ScenarioDocument doc = load_scenario(fixed);
+  CHECK_FALSE(doc.root["topology"].contains("k"));
+  CHECK_FALSE(doc.root["fabric"]["link"].contains("delay"));  // its default applies
+  CHECK(doc.root["fabric"]["link"]["rate"] == "100Gbps");
+  CHECK(FabricSpec::resolve(doc).topology.hosts == 4);
+  CHECK(FabricSpec::resolve(load_scenario(star, {"topology.k=null"})).topology.hosts == 4);
+  // A whole section replaced from the command line, nulls inside it dropped.
+  const ScenarioDocument replaced =
+      load_scenario(star, {R"(topology={"type": "star", "hosts": 6, "k": null})"});
+  CHECK(replaced.root["topology"] == nlohmann::json({{"type", "star"}, {"hosts", 6}}));
 }
 
 TEST_CASE("an extends cycle is refused", "[scenario]") {

@@ -286,10 +286,16 @@ CollectiveSpec read_spec(ParamReader& r, uint32_t generator, const Topology& t) 
     }
     s.sizes.push_back(r.bytes("size").count);
   } else {
-    if (lo.count < 1 || hi < lo) {
-      throw ScenarioError(r.path_of("max_bytes"), "expected 1B <= min_bytes <= max_bytes, found " +
-                                                      format_bytes(lo) + " and " +
-                                                      format_bytes(hi));
+    // The key that is wrong is blamed: min_bytes below 1 B, else max_bytes below min_bytes.
+    if (lo.count < 1) {
+      throw ScenarioError(
+          r.path_of("min_bytes"),
+          "expected at least 1B (nccl-tests' smallest size), found " + format_bytes(lo));
+    }
+    if (hi < lo) {
+      throw ScenarioError(
+          r.path_of("max_bytes"),
+          "expected at least min_bytes (" + format_bytes(lo) + "), found " + format_bytes(hi));
     }
     for (int64_t b = lo.count; b <= hi.count; b *= factor) {
       s.sizes.push_back(b);
