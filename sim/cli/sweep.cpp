@@ -124,6 +124,8 @@ int command_sweep(const std::vector<std::string>& args, Transport* transport) {
 
   const auto started = std::chrono::steady_clock::now();
   const PreparedSweep s = prepare_sweep(std::move(parsed), sets);
+  const double check_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   const size_t n_seeds = s.file.seeds.size();
   if (vm.count("dry-run")) {
     if (!root) return 0;
@@ -184,13 +186,18 @@ int command_sweep(const std::vector<std::string>& args, Transport* transport) {
   // Progress on a terminal: runs done of this rank's share, the running best, the ETA.
   const bool progress = root && ::isatty(STDERR_FILENO);
   const auto run_started = std::chrono::steady_clock::now();
+  auto last_progress = run_started - std::chrono::seconds(1);
   size_t done_now = 0;
   const Objective* goal = s.file.objectives.empty() ? nullptr : &s.file.objectives.front();
   std::string best_text;
   double best = std::nan("");
-  auto on_done = [&](size_t task, const nlohmann::json& record) {
+  // The sweep's own time per run: the task's wall time less its simulation's.
+  double task_seconds = 0, simulation_seconds = 0;
+  auto on_done = [&](size_t task, const nlohmann::json& record, double seconds) {
     records[s.tasks[task].key] = record;
     ++done_now;
+    task_seconds += seconds;
+    simulation_seconds += record.value("wall_seconds", 0.0);
     if (goal != nullptr) {
       // The point's mean once all its seeds are in.
       const size_t p = s.tasks[task].point;
@@ -212,8 +219,11 @@ int command_sweep(const std::vector<std::string>& args, Transport* transport) {
       }
     }
     if (!progress) return;
-    const double wall =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - run_started).count();
+    // At most twice a second, like `fabtwin run`'s line.
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_progress < std::chrono::milliseconds(500) && done_now < mine.size()) return;
+    last_progress = now;
+    const double wall = std::chrono::duration<double>(now - run_started).count();
     const double eta =
         wall / static_cast<double>(done_now) * static_cast<double>(mine.size() - done_now);
     std::fprintf(stderr, "\r  sweep %zu/%zu runs%s  %s  ETA %s   ",
@@ -254,6 +264,17 @@ int command_sweep(const std::vector<std::string>& args, Transport* transport) {
             << distinct - stored_before << " run now on " << ranks
             << (ranks > 1 ? " ranks x " : " x ") << jobs << " jobs x " << per_point
             << " threads) in " << duration(wall) << "\n";
+  if (done_now > 0) {
+    // What the sweep adds to each run of this process: its share of the checks made before
+    // running, and each task's time outside the simulation (resolve, build, metrics, store).
+    const double n = static_cast<double>(done_now);
+    const double per_run = check_seconds / n + (task_seconds - simulation_seconds) / n;
+    std::cout << "overhead    " << figure(1e3 * per_run) << " ms per run (checks "
+              << figure(1e3 * check_seconds / n) << " ms, resolve+build+metrics+store "
+              << figure(1e3 * (task_seconds - simulation_seconds) / n)
+              << " ms) = " << figure(100 * per_run / (simulation_seconds / n))
+              << "% of the mean simulation, " << figure(simulation_seconds / n) << " s\n";
+  }
   std::cout << "table       " << (dir / "table.csv").string() << "\n";
   std::cout << "table       " << (dir / "table.h5").string() << "\n";
   auto row_text = [&](size_t row) {

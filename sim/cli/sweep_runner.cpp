@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <exception>
 #include <mutex>
@@ -207,7 +208,7 @@ nlohmann::json run_task(const PreparedSweep& s, const Task& t, int threads,
 
 void run_tasks(const PreparedSweep& s, const std::vector<size_t>& tasks, int jobs, int threads,
                const SweepStore& store, bool point_results,
-               const std::function<void(size_t, const nlohmann::json&)>& done) {
+               const std::function<void(size_t, const nlohmann::json&, double)>& done) {
   std::atomic<size_t> next{0};
   std::atomic<bool> stop{false};
   std::mutex mutex;
@@ -219,12 +220,15 @@ void run_tasks(const PreparedSweep& s, const std::vector<size_t>& tasks, int job
       if (i >= tasks.size()) return;
       const Task& t = s.tasks[tasks[i]];
       try {
+        const auto start = std::chrono::steady_clock::now();
         const nlohmann::json record =
             run_task(s, t, threads, point_results ? store.result_path(t.key).string() : "");
         store.store(t.key, record);
         log_event("stored", t.key);
+        const double seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         std::lock_guard<std::mutex> lock(mutex);
-        done(tasks[i], record);
+        done(tasks[i], record, seconds);
       } catch (...) {
         std::lock_guard<std::mutex> lock(mutex);
         if (!error) error = std::current_exception();

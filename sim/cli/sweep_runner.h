@@ -51,11 +51,12 @@ nlohmann::json run_task(const PreparedSweep& s, const Task& t, int threads,
                         const std::string& result_file);
 
 // Runs `tasks` (indices into s.tasks), `jobs` at a time, each stored in `store` as it finishes;
-// `done(task, record)` is called after each store (serialised). The first error stops new
-// tasks; it is thrown once the running ones end.
+// `done(task, record, seconds)` is called after each store (serialised), with the wall time of
+// the whole task (resolve, build, run, metrics, store). The first error stops new tasks; it is
+// thrown once the running ones end.
 void run_tasks(const PreparedSweep& s, const std::vector<size_t>& tasks, int jobs, int threads,
                const SweepStore& store, bool point_results,
-               const std::function<void(size_t, const nlohmann::json&)>& done);
+               const std::function<void(size_t, const nlohmann::json&, double)>& done);
 
 // Engine threads per point: `threads` if given (> 0), else the hardware threads shared among
 // `jobs` concurrent points and `local_ranks` processes, at least 1.
