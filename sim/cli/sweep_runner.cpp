@@ -186,7 +186,12 @@ nlohmann::json run_task(const PreparedSweep& s, const Task& t, int threads,
   log_event("start", t.key);
   Fabric fabric(FabricSpec::resolve(task_document(s, t)), threads);
   const RunResult r = fabric.run();
-  if (!result_file.empty()) write_hdf5(r, result_file);
+  if (!result_file.empty()) {
+    // The HDF5 library (a serial build) is not thread-safe: one result file at a time.
+    static std::mutex hdf5;
+    std::lock_guard<std::mutex> lock(hdf5);
+    write_hdf5(r, result_file);
+  }
   nlohmann::json record;
   record["key"] = t.key;
   record["point"] = t.point;
