@@ -246,10 +246,24 @@ TEST_CASE("the store keeps complete records only and refuses another sweep's fol
   const auto dir = fresh_dir("store");
   SweepStore store(dir);
   CHECK_FALSE(store.open("aaaa", "x.sweep.json", ResumeMode::Refuse));
-  const json record = {{"key", "0123456789abcdef"}, {"metrics", {{"drops", 0}}}};
-  store.store("0123456789abcdef", record);
-  CHECK(store.load("0123456789abcdef") == record);
+  const json scenario = {{"run", {{"seed", 1}}}};
+  const std::string key = text_hash(scenario.dump());
+  const json record = {{"key", key}, {"metrics", {{"drops", 0}}}, {"scenario", scenario}};
+  store.store(key, record);
+  CHECK(store.load(key) == record);
   CHECK_FALSE(store.load("fedcba9876543210"));
+  // A record whose scenario does not hash to its key (edited by hand, or corrupt) is not one.
+  json edited = record;
+  edited["scenario"]["run"]["seed"] = 2;
+  store.store(key, edited);
+  CHECK_FALSE(store.load(key));
+  store.store(key, record);
+  // A second sweep on the same folder while this one holds it is refused.
+  {
+    SweepStore other(dir);
+    refused([&] { other.open("aaaa", "x.sweep.json", ResumeMode::Refuse); },
+            {"another fabtwin sweep is using this folder"});
+  }
   // A torn or foreign file under a record's name is not a finished point.
   std::ofstream(store.record_path("1111111111111111")) << "{\"key\": \"11111111111";
   CHECK_FALSE(store.load("1111111111111111"));
@@ -262,9 +276,9 @@ TEST_CASE("the store keeps complete records only and refuses another sweep's fol
   refused([&] { store.open("bbbb", "y.sweep.json", ResumeMode::Refuse); },
           {"different sweep", "--resume=keep", "--restart"});
   CHECK(store.open("bbbb", "y.sweep.json", ResumeMode::Keep));
-  CHECK(store.load("0123456789abcdef") == record);
+  CHECK(store.load(key) == record);
   CHECK_FALSE(store.open("bbbb", "y.sweep.json", ResumeMode::Restart));
-  CHECK_FALSE(store.load("0123456789abcdef"));
+  CHECK_FALSE(store.load(key));
   std::filesystem::remove_all(dir);
 }
 

@@ -1,6 +1,7 @@
 #include "sim/sweep/sweep_store.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -79,6 +80,12 @@ bool SweepStore::open(const std::string& sweep_hash, const std::string& sweep_fi
                      (dir_ / "points").string() +
                      (error ? " (" + error.message() + ")" : " (something else is there)"));
   }
+  if (lock_ < 0) lock_ = ::open((dir_ / "lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock_ < 0 || ::flock(lock_, LOCK_EX | LOCK_NB) != 0) {
+    throw SweepError("--out " + dir_.string() +
+                     ": another fabtwin sweep is using this folder (it holds " +
+                     (dir_ / "lock").string() + "); wait for it, or choose another --out");
+  }
   // Debris of writes a kill interrupted: never complete, never read.
   for (const fs::path& folder : {dir_, dir_ / "points"}) {
     for (const fs::directory_entry& e : fs::directory_iterator(folder)) {
@@ -116,6 +123,10 @@ bool SweepStore::open(const std::string& sweep_hash, const std::string& sweep_fi
   return changed;
 }
 
+SweepStore::~SweepStore() {
+  if (lock_ >= 0) ::close(lock_);  // releases the lock
+}
+
 std::filesystem::path SweepStore::record_path(const std::string& key) const {
   return dir_ / "points" / (key + ".json");
 }
@@ -128,7 +139,8 @@ std::optional<nlohmann::json> SweepStore::load(const std::string& key) const {
   const std::string text = read_text(record_path(key));
   if (text.empty()) return std::nullopt;
   nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-  if (!j.is_object() || j.value("key", std::string()) != key || !j.contains("metrics")) {
+  if (!j.is_object() || j.value("key", std::string()) != key || !j.contains("metrics") ||
+      !j.contains("scenario") || text_hash(j["scenario"].dump()) != key) {
     return std::nullopt;
   }
   return j;

@@ -21,14 +21,20 @@ enum class ResumeMode {
 class SweepStore {
  public:
   explicit SweepStore(std::filesystem::path dir) : dir_(std::move(dir)) {}
+  ~SweepStore();
+  SweepStore(const SweepStore&) = delete;
+  SweepStore& operator=(const SweepStore&) = delete;
 
   // Creates the folder and checks the manifest against `sweep_hash`: a new folder gets a
   // manifest; one of another sweep is refused (SweepError) or, as `mode` says, kept or emptied.
-  // Removes temporary files of interrupted writes. Call once, before any worker stores.
+  // Removes temporary files of interrupted writes. Call once, before any worker stores. Holds
+  // an exclusive lock on DIR/lock until destroyed (or the process dies, even by kill -9): a
+  // second sweep on the same folder at the same time is refused.
   // Returns true when the manifest was of another sweep (and `mode` allowed going on).
   bool open(const std::string& sweep_hash, const std::string& sweep_file, ResumeMode mode);
 
-  // The finished record of `key`, or nullopt (absent, or not a complete record of that key).
+  // The finished record of `key`, or nullopt (absent, or not a complete record of that key:
+  // unparsable, another key, or a scenario whose hash is not the key).
   std::optional<nlohmann::json> load(const std::string& key) const;
   // Stores `record` (which holds "key") atomically and durably. Thread-safe for distinct keys.
   void store(const std::string& key, const nlohmann::json& record) const;
@@ -39,6 +45,7 @@ class SweepStore {
 
  private:
   std::filesystem::path dir_;
+  int lock_ = -1;
 };
 
 // Writes `text` to `target` through a temporary file in the same folder: written, fsync'ed,
