@@ -201,6 +201,8 @@ TEST_CASE("a bad axis path or value is refused before anything runs, naming poin
   ])");
   refused([&] { prepare_sweep(sweep_of(j), {}); },
           {"point 1 ", "fabric.ecn.kmin=\"40 bananas\"", "at fabric.ecn.kmin"});
+  // Checked on 3 threads: the same (first) point named.
+  refused([&] { prepare_sweep(sweep_of(j), {}, 3); }, {"point 1 ", "seed 1:"});
   j["axes"][1] = {{"path", "nic.cc.no_such_knob"}, {"values", {1, 2}}};
   refused([&] { prepare_sweep(sweep_of(j), {}); }, {"point 0 ", "nic.cc.no_such_knob"});
   j["axes"][1] = {{"path", "traffic[7].size"}, {"values", {"1KB", "2KB"}}};

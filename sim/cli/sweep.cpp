@@ -123,7 +123,7 @@ int command_sweep(const std::vector<std::string>& args, Transport* transport) {
   const std::string sweep_hash = text_hash(identity);
 
   const auto started = std::chrono::steady_clock::now();
-  const PreparedSweep s = prepare_sweep(std::move(parsed), sets);
+  const PreparedSweep s = prepare_sweep(std::move(parsed), sets, jobs);
   const double check_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   const size_t n_seeds = s.file.seeds.size();

@@ -93,10 +93,43 @@ void check_shadowing(const PreparedSweep& s) {
                        " is shadowed: its values " + same +
                        " give the same resolved scenario (every value tried at " +
                        std::to_string(bases.size()) +
-                       " points), so some other setting overrides it; sweep the setting that is "
-                       "used, or remove the one that overrides it");
+                       " points): another setting overrides it (sweep the one that is used, or "
+                       "remove the one that overrides it), or its values mean the same");
     }
   }
+}
+
+// Calls f(i) for every i below n on `jobs` threads. The error of the smallest i is thrown, so
+// which error is reported does not depend on the job count.
+void for_each_index(size_t n, int jobs, const std::function<void(size_t)>& f) {
+  std::atomic<size_t> next{0};
+  std::mutex mutex;
+  size_t first = n;
+  std::exception_ptr error;
+  auto work = [&] {
+    for (;;) {
+      const size_t i = next.fetch_add(1);
+      if (i >= n) return;
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (i > first) return;
+      }
+      try {
+        f(i);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (i < first) {
+          first = i;
+          error = std::current_exception();
+        }
+      }
+    }
+  };
+  std::vector<std::thread> workers;
+  for (int k = 1; k < std::min<int>(jobs, static_cast<int>(n)); ++k) workers.emplace_back(work);
+  work();
+  for (std::thread& w : workers) w.join();
+  if (error) std::rethrow_exception(error);
 }
 
 }  // namespace
@@ -138,7 +171,7 @@ ScenarioDocument task_document(const PreparedSweep& s, const Task& t) {
   return doc;
 }
 
-PreparedSweep prepare_sweep(SweepFile file, const std::vector<std::string>& extra_sets) {
+PreparedSweep prepare_sweep(SweepFile file, const std::vector<std::string>& extra_sets, int jobs) {
   PreparedSweep s;
   std::vector<std::string> sets = file.set;
   sets.insert(sets.end(), extra_sets.begin(), extra_sets.end());
@@ -172,11 +205,14 @@ PreparedSweep prepare_sweep(SweepFile file, const std::vector<std::string>& extr
       t.root = p.root;
       apply_override(t.root, "run.seed=" + std::to_string(t.seed));
       t.key = text_hash(t.root.dump());
-      resolve_or_explain(task_document(s, t),
-                         point_name(s, p.index) + ", seed " + std::to_string(t.seed));
       s.tasks.push_back(std::move(t));
     }
   }
+  for_each_index(s.tasks.size(), jobs, [&](size_t i) {
+    const Task& t = s.tasks[i];
+    resolve_or_explain(task_document(s, t),
+                       point_name(s, t.point) + ", seed " + std::to_string(t.seed));
+  });
   check_shadowing(s);
   return s;
 }

@@ -38,8 +38,10 @@ void check_metric_name(const std::string& name, const std::string& where);
 // Loads the base scenario, expands the points, applies every point and seed and resolves it
 // (FabricSpec::resolve), and checks each axis for shadowing: an axis none of whose value
 // changes make any difference to the resolved scenario (FabricSpec compared member by member,
-// its text aside) is refused. Throws SweepError.
-PreparedSweep prepare_sweep(SweepFile file, const std::vector<std::string>& extra_sets);
+// its text aside) is refused. Resolves on `jobs` threads; the error reported is the first point's
+// whatever the job count. Throws SweepError.
+PreparedSweep prepare_sweep(SweepFile file, const std::vector<std::string>& extra_sets,
+                            int jobs = 1);
 
 // The document a task runs (the base scenario's folder for relative paths).
 ScenarioDocument task_document(const PreparedSweep& s, const Task& t);
