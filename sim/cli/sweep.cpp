@@ -39,6 +39,12 @@ std::string figure(double x) {
   return text;
 }
 
+std::string short_figure(double x) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g", x);
+  return text;
+}
+
 std::string mean_text(const MeanCi& m) {
   return figure(m.mean) + (std::isfinite(m.ci95) ? " ± " + figure(m.ci95) : "");
 }
@@ -159,6 +165,8 @@ int command_sweep(const std::vector<std::string>& args, Transport* transport) {
     throw SweepError("");  // rank 0 says why
   }
   if (!open_error.empty()) throw SweepError(open_error);
+  // Ranks on other machines than rank 0's may not share its folder: each stores into its own.
+  if (!root) std::filesystem::create_directories(dir / "points");
 
   // What earlier runs stored, and this rank's share of the rest (task i goes to rank i mod N).
   std::map<std::string, nlohmann::json> records;
@@ -261,19 +269,20 @@ int command_sweep(const std::vector<std::string>& args, Transport* transport) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   std::cout << "sweep       " << file.string() << ": " << s.points.size() << " points x " << n_seeds
             << " seeds = " << s.tasks.size() << " runs (" << stored_before << " stored before, "
-            << distinct - stored_before << " run now on " << ranks
-            << (ranks > 1 ? " ranks x " : " x ") << jobs << " jobs x " << per_point
-            << " threads) in " << duration(wall) << "\n";
+            << distinct - stored_before
+            << " run now: " << (ranks > 1 ? std::to_string(ranks) + " ranks x " : std::string())
+            << jobs << (jobs > 1 ? " jobs x " : " job x ") << per_point
+            << (per_point > 1 ? " threads" : " thread") << ") in " << duration(wall) << "\n";
   if (done_now > 0) {
     // What the sweep adds to each run of this process: its share of the checks made before
     // running, and each task's time outside the simulation (resolve, build, metrics, store).
     const double n = static_cast<double>(done_now);
     const double per_run = check_seconds / n + (task_seconds - simulation_seconds) / n;
-    std::cout << "overhead    " << figure(1e3 * per_run) << " ms per run (checks "
-              << figure(1e3 * check_seconds / n) << " ms, resolve+build+metrics+store "
-              << figure(1e3 * (task_seconds - simulation_seconds) / n)
-              << " ms) = " << figure(100 * per_run / (simulation_seconds / n))
-              << "% of the mean simulation, " << figure(simulation_seconds / n) << " s\n";
+    std::cout << "overhead    " << short_figure(1e3 * per_run) << " ms per run (checks "
+              << short_figure(1e3 * check_seconds / n) << " ms, resolve+build+metrics+store "
+              << short_figure(1e3 * (task_seconds - simulation_seconds) / n)
+              << " ms) = " << short_figure(100 * per_run / (simulation_seconds / n))
+              << "% of the mean simulation, " << short_figure(simulation_seconds / n) << " s\n";
   }
   std::cout << "table       " << (dir / "table.csv").string() << "\n";
   std::cout << "table       " << (dir / "table.h5").string() << "\n";
