@@ -242,6 +242,18 @@ TEST_CASE("a shadowed axis is refused, naming the point and the path", "[sweep]"
   j["set"] =
       json::parse(R"({"fabric.ecn": {"by_rate": {"100Gbps": {"kmax": "100KB", "pmax": 0.2}}}})");
   CHECK(prepare_sweep(sweep_of(j), {}).tasks.size() == 4);
+  // Used at some points only (the 25 Gb/s marking where the links run at 25 Gb/s): accepted,
+  // with a warning naming a point where it makes no difference.
+  j["axes"] = json::parse(R"([
+    {"path": "fabric.link.rate", "values": ["100Gbps", "25Gbps"]},
+    {"path": "fabric.ecn.by_rate.25Gbps.kmin", "values": ["5KB", "10KB"]}
+  ])");
+  j["set"] =
+      json::parse(R"({"fabric.ecn": {"by_rate": {"25Gbps": {"kmax": "100KB", "pmax": 0.2}}}})");
+  const PreparedSweep partly = prepare_sweep(sweep_of(j), {});
+  REQUIRE(partly.warnings.size() == 1);
+  CHECK(partly.warnings[0].find("point 0 (fabric.link.rate=\"100Gbps\"") == 0);
+  CHECK(partly.warnings[0].find("used at 2 of the 4 points tried") != std::string::npos);
 }
 
 TEST_CASE("the store keeps complete records only and refuses another sweep's folder", "[sweep]") {

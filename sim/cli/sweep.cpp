@@ -133,6 +133,9 @@ int command_sweep(const std::vector<std::string>& args, Transport* transport) {
   const double check_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   const size_t n_seeds = s.file.seeds.size();
+  if (root) {
+    for (const std::string& w : s.warnings) std::cerr << "fabtwin sweep: warning: " << w << "\n";
+  }
   if (vm.count("dry-run")) {
     if (!root) return 0;
     for (const Point& p : s.points) {

@@ -45,9 +45,10 @@ void log_event(const char* what, const std::string& key) {
 }
 
 // An axis is shadowed when no change of its value (others held) changes the resolved scenario.
-// Tried at up to four points spread over the design, with up to three other values each; the
-// first difference (or a value the scenario refuses) clears the axis.
-void check_shadowing(const PreparedSweep& s) {
+// Tried at up to four points spread over the design, with up to three other values each: a
+// difference (or a value the scenario refuses) shows the axis used at that point. Shadowed at
+// every point tried: refused. At some only: a warning (those points repeat one another).
+void check_shadowing(PreparedSweep& s) {
   const std::vector<Axis>& axes = s.file.axes;
   const size_t n = s.points.size();
   std::vector<size_t> bases;
@@ -60,13 +61,15 @@ void check_shadowing(const PreparedSweep& s) {
         values.push_back(p.values[a]);
     }
     if (values.size() < 2) continue;
-    bool matters = false;
-    std::string same;  // the first pair found equal, for the message
+    size_t used = 0;
+    std::string same;  // the first point and pair found equal, for the message
     size_t same_point = 0;
-    for (size_t b = 0; b < bases.size() && !matters; ++b) {
-      const Point& p = s.points[bases[b]];
+    for (const size_t b : bases) {
+      const Point& p = s.points[b];
       const ScenarioDocument doc = task_document(s, s.tasks[p.index * s.file.seeds.size()]);
-      FabricSpec here = FabricSpec::resolve(doc);
+      const FabricSpec here = FabricSpec::resolve(doc);
+      bool matters = false;
+      std::string pair;
       int tried = 0;
       for (size_t v = 0; v < values.size() && tried < 3 && !matters; ++v) {
         if (values[v] == p.values[a]) continue;
@@ -74,12 +77,8 @@ void check_shadowing(const PreparedSweep& s) {
         ScenarioDocument other = doc;
         apply_override(other.root, axes[a].path + "=" + values[v].dump());
         try {
-          const FabricSpec there = FabricSpec::resolve(other);
-          if (same_resolution(here, there)) {
-            if (same.empty()) {
-              same = p.values[a].dump() + " and " + values[v].dump();
-              same_point = p.index;
-            }
+          if (same_resolution(here, FabricSpec::resolve(other))) {
+            if (pair.empty()) pair = p.values[a].dump() + " and " + values[v].dump();
           } else {
             matters = true;
           }
@@ -87,14 +86,25 @@ void check_shadowing(const PreparedSweep& s) {
           matters = true;  // the value is read: the scenario refuses it
         }
       }
+      if (matters) {
+        ++used;
+      } else if (same.empty()) {
+        same = pair;
+        same_point = p.index;
+      }
     }
-    if (!matters) {
-      throw SweepError(point_name(s, same_point) + ": axis " + axes[a].path +
-                       " is shadowed: its values " + same +
-                       " give the same resolved scenario (every value tried at " +
-                       std::to_string(bases.size()) +
+    const std::string what = point_name(s, same_point) + ": axis " + axes[a].path +
+                             " is shadowed: its values " + same +
+                             " give the same resolved scenario";
+    if (used == 0) {
+      throw SweepError(what + " (every value tried at " + std::to_string(bases.size()) +
                        " points): another setting overrides it (sweep the one that is used, or "
                        "remove the one that overrides it), or its values mean the same");
+    }
+    if (!same.empty()) {
+      s.warnings.push_back(what + " there (it is used at " + std::to_string(used) + " of the " +
+                           std::to_string(bases.size()) +
+                           " points tried): points that differ only in it repeat one another");
     }
   }
 }

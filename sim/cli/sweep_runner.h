@@ -27,8 +27,9 @@ struct PreparedSweep {
   SweepFile file;
   ScenarioDocument base;  // the base scenario with the file's and the command's `set`
   std::vector<Point> points;
-  std::vector<Task> tasks;           // point by point, seed by seed
-  std::vector<std::string> metrics;  // checked against the catalogue
+  std::vector<Task> tasks;            // point by point, seed by seed
+  std::vector<std::string> metrics;   // checked against the catalogue
+  std::vector<std::string> warnings;  // axes shadowed at some of the points tried
 };
 
 // Checks a metric name ("NAME" or "NAME.GROUP") against the catalogue; throws SweepError naming
