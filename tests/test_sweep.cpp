@@ -82,6 +82,14 @@ TEST_CASE("a grid is the cross product, last axis fastest, with ranges and ties"
   const SweepFile s = sweep_of(j);
   REQUIRE(s.axes[0].values == std::vector<json>{"5KB", "10KB", "20KB", "40KB", "80KB"});
   REQUIRE(s.axes[1].values == std::vector<json>{1008, 1014, 1020});
+  // Quantities come out in whole base units (bytes here): 10^3.5 B = 3162.28 B -> 3162 B.
+  json uneven = tiny_sweep();
+  uneven["axes"][0]["range"] = {{"from", "1KB"}, {"to", "10KB"}, {"steps", 3}, {"scale", "log"}};
+  uneven["axes"][0].erase("values");
+  CHECK(sweep_of(uneven).axes[0].values == std::vector<json>{"1KB", "3.162KB", "10KB"});
+  CHECK(join_quantity(2.5, "us", false) == "2.5us");
+  CHECK(join_quantity(1.0000004, "ns", false) == "1ns");  // whole picoseconds
+  CHECK(join_quantity(7.0, "", true) == 7);
   const auto v = design_values(s);
   REQUIRE(v.size() == 15);
   CHECK(v[0] == std::vector<json>{"5KB", 1008, "20KB"});
