@@ -171,7 +171,8 @@ int command_sweep(const std::vector<std::string>& args, Transport* transport) {
   // Ranks on other machines than rank 0's may not share its folder: each stores into its own.
   if (!root) std::filesystem::create_directories(dir / "points");
 
-  // What earlier runs stored, and this rank's share of the rest (task i goes to rank i mod N).
+  // What earlier runs stored, and this rank's share of the rest (the i-th distinct run goes to
+  // rank i mod N).
   std::map<std::string, nlohmann::json> records;
   const int rank = transport ? transport->rank() : 0, ranks = transport ? transport->ranks() : 1;
   const bool point_results = vm.count("point-results") > 0;
