@@ -138,6 +138,53 @@ nlohmann::json load_with_extends(const std::filesystem::path& file,
 
 }  // namespace
 
+std::vector<PathStep> split_path(const std::string& path) {
+  std::vector<PathStep> steps;
+  std::string walked;
+  size_t i = 0;
+  while (i < path.size()) {
+    if (path[i] == '[') {
+      const size_t close = path.find(']', i);
+      if (close == std::string::npos) throw ScenarioError(path, "unclosed [ in the path");
+      const std::string index_text = path.substr(i + 1, close - i - 1);
+      // Decimal digits only: std::stoul would read "0x1" or " 1" as a number and ignore the rest.
+      const bool digits = !index_text.empty() && index_text.size() <= 9 &&
+                          std::all_of(index_text.begin(), index_text.end(),
+                                      [](char c) { return c >= '0' && c <= '9'; });
+      if (!digits) {
+        throw ScenarioError(path, "expected an array index in [], found \"" + index_text + "\"");
+      }
+      walked += "[" + index_text + "]";
+      steps.push_back({"", std::stoul(index_text), walked});
+      i = close + 1;
+      if (i < path.size() && path[i] == '.') ++i;
+      continue;
+    }
+    const size_t end = path.find_first_of(".[", i);
+    const std::string key = path.substr(i, end == std::string::npos ? std::string::npos : end - i);
+    if (key.empty()) throw ScenarioError(path, "empty key in the path");
+    walked += (walked.empty() ? "" : ".") + key;
+    steps.push_back({key, 0, walked});
+    i = end == std::string::npos ? path.size() : end;
+    if (i < path.size() && path[i] == '.') ++i;
+  }
+  return steps;
+}
+
+const nlohmann::json* find_path(const nlohmann::json& root, const std::string& path) {
+  const nlohmann::json* node = &root;
+  for (const PathStep& step : split_path(path)) {
+    if (step.key.empty()) {
+      if (!node->is_array() || step.index >= node->size()) return nullptr;
+      node = &(*node)[step.index];
+    } else {
+      if (!node->is_object() || !node->contains(step.key)) return nullptr;
+      node = &(*node)[step.key];
+    }
+  }
+  return node;
+}
+
 void apply_override(nlohmann::json& root, const std::string& assignment) {
   const size_t eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0) {
@@ -158,44 +205,22 @@ void apply_override(nlohmann::json& root, const std::string& assignment) {
   nlohmann::json* node = &root;
   nlohmann::json* parent = nullptr;
   std::string last_key;  // the key `node` is under in `parent`; empty after an array index
-  std::string walked;
-  size_t i = 0;
-  while (i < path.size()) {
-    if (path[i] == '[') {
-      const size_t close = path.find(']', i);
-      if (close == std::string::npos) throw ScenarioError(path, "unclosed [ in --set path");
-      const std::string index_text = path.substr(i + 1, close - i - 1);
-      // Decimal digits only: std::stoul would read "0x1" or " 1" as a number and ignore the rest.
-      const bool digits = !index_text.empty() && index_text.size() <= 9 &&
-                          std::all_of(index_text.begin(), index_text.end(),
-                                      [](char c) { return c >= '0' && c <= '9'; });
-      if (!digits) {
-        throw ScenarioError(path, "expected an array index in [], found \"" + index_text + "\"");
-      }
-      const size_t index = std::stoul(index_text);
-      walked += "[" + index_text + "]";
-      if (!node->is_array() || index >= node->size()) {
-        throw ScenarioError(walked, "--set names an array element that does not exist");
+  for (const PathStep& step : split_path(path)) {
+    if (step.key.empty()) {
+      if (!node->is_array() || step.index >= node->size()) {
+        throw ScenarioError(step.walked, "--set names an array element that does not exist");
       }
       parent = nullptr;
-      node = &(*node)[index];
-      i = close + 1;
-      if (i < path.size() && path[i] == '.') ++i;
+      node = &(*node)[step.index];
       continue;
     }
-    const size_t end = path.find_first_of(".[", i);
-    const std::string key = path.substr(i, end == std::string::npos ? std::string::npos : end - i);
-    if (key.empty()) throw ScenarioError(path, "empty key in --set path");
-    walked += (walked.empty() ? "" : ".") + key;
     if (node->is_null()) *node = nlohmann::json::object();
     if (!node->is_object()) {
-      throw ScenarioError(walked, "--set path goes through something that is not an object");
+      throw ScenarioError(step.walked, "--set path goes through something that is not an object");
     }
     parent = node;
-    last_key = key;
-    node = &(*node)[key];
-    i = end == std::string::npos ? path.size() : end;
-    if (i < path.size() && path[i] == '.') ++i;
+    last_key = step.key;
+    node = &(*node)[step.key];
   }
   if (value.is_null() && parent != nullptr) {
     parent->erase(last_key);  // `path=null` removes the key, as null does in an extending file

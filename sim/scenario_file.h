@@ -25,7 +25,19 @@ ScenarioDocument load_scenario(const std::filesystem::path& file,
 // that named the file ("" for the scenario itself), and say where the JSON is invalid.
 nlohmann::json read_json_file(const std::filesystem::path& file, const std::string& path);
 
-// Applies one override to a document (exposed for tests).
+// Applies one override to a document (`--set`, and every point of a sweep).
 void apply_override(nlohmann::json& root, const std::string& assignment);
+
+// One step of a path such as "traffic[1].load": an object key, or (key empty) an array index;
+// `walked` is the path up to and including this step.
+struct PathStep {
+  std::string key;
+  size_t index = 0;
+  std::string walked;
+};
+// Splits a path as `--set` reads it; throws ScenarioError on a malformed one.
+std::vector<PathStep> split_path(const std::string& path);
+// The value at `path` in `root`, or null when the path names nothing there.
+const nlohmann::json* find_path(const nlohmann::json& root, const std::string& path);
 
 }  // namespace fabtwin

@@ -148,7 +148,11 @@ double parse_probability(std::string_view text) {
 }
 
 std::string format_time(Time t) {
-  if (t.ps < 0) return "-" + format_time({-t.ps});
+  if (t.ps < 0) {  // INT64_MIN has no positive counterpart: one ps less is printed
+    std::string text = format_time({t.ps == INT64_MIN ? INT64_MAX : -t.ps});
+    text.insert(text.begin(), '-');
+    return text;
+  }
   return with_unit(
       t.ps,
       {{"s", 1000'000'000'000}, {"ms", 1000'000'000}, {"us", 1000'000}, {"ns", 1000}, {"ps", 1}});

@@ -171,6 +171,37 @@ TEST_CASE("queue, utilization, counter and pause figures", "[metrics]") {
   CHECK(measure_metric("cnps_sent", r) == 2);
 }
 
+TEST_CASE("queue, buffer, pause and slowdown figures for sweeps and the report", "[metrics]") {
+  RunResult r = small_run();
+  // Port 2 (switch:0) sampled 100, 300, 500; add host0's port at 1000 and 3000.
+  r.queue_samples.push_back({Time{0}, 0, 1'000});
+  r.queue_samples.push_back({Time{10 * kUs}, 0, 3'000});
+  CHECK(mean_queue_bytes_by_port(r) == MetricGroups{{"host0:0", 2'000.0}, {"switch:0", 300.0}});
+  CHECK(mean_switch_queue_bytes(r) == Approx(300));  // the host port is not a switch port
+  CHECK(find_metric("max_queue_bytes_by_port").groups(r) ==
+        MetricGroups{{"switch:0", 1'000.0}, {"switch:1", 3'000.0}});
+  r.buffers = {{"leaf0", 4'000'000, 0, 0, 70'000, 0}, {"leaf1", 4'000'000, 0, 0, 90'000, 0}};
+  CHECK(measure_metric("buffer_peak_bytes", r) == 90'000);
+  CHECK(find_metric("buffer_peak_bytes_by_switch").groups(r) ==
+        MetricGroups{{"leaf0", 70'000.0}, {"leaf1", 90'000.0}});
+  r.ports[2].counters[3].pause_received = 4;
+  r.ports[0].counters[3].pause_received = 1;
+  CHECK(measure_metric("pause_frames_received", r) == 5);
+  // Slowdown per generator: FCT over size at 100 Gb/s. Generator 0: 1000 B in 1 us (0.08 us
+  // ideal: 12.5) and 50 KB in 10 us (4 us ideal: 2.5); generator 1: 2 MB in 200 us (160 us: 1.25).
+  const MetricGroups slow = find_metric("slowdown_p99_by_generator").groups(r);
+  CHECK(slow.at("0") == Approx(12.5));
+  CHECK(slow.at("1") == Approx(1.25));
+  CHECK(find_metric("slowdown_p50_by_generator").groups(r).at("0") == Approx(2.5));
+  RunResult empty;
+  CHECK_THROWS_AS(mean_switch_queue_bytes(empty), std::runtime_error);
+  // The report's "metrics" hold them too (null where nothing was measured).
+  const nlohmann::json j = metrics_json(r);
+  CHECK(j.at("buffer_peak_bytes") == 90'000);
+  CHECK(j.at("mean_queue_bytes_by_port").at("host0:0") == 2'000);
+  CHECK(metrics_json(empty).at("mean_switch_queue_bytes").is_null());
+}
+
 TEST_CASE("congestion-control rate figures", "[metrics]") {
   RunResult r = small_run();
   CHECK_THROWS_AS(mean_rates_bps(r, Time{}), std::runtime_error);  // no samples
@@ -209,8 +240,12 @@ TEST_CASE("collective figures", "[metrics]") {
   CHECK(measure_metric("collective_time_us", r, {{"row", 1}}) == 12);
   CHECK(measure_metric("collective_busbw", r, {{"row", 2}, {"divide_by", 4}}) == 7);
   CHECK_THROWS_AS(completed_collective(r, 6), ScenarioError);
+  // By row, as sweeps name them (collective_time_us_by_row.2).
+  CHECK(find_metric("collective_time_us_by_row").groups(r).at("2") == 14);
+  CHECK(find_metric("collective_busbw_by_row").groups(r).at("5") == 40);
   r.collectives[0].time_us = 0;
   CHECK_THROWS_AS(completed_collective(r, 0), std::runtime_error);
+  CHECK(find_metric("collective_time_us_by_row").groups(r).count("0") == 0);  // not completed
 }
 
 TEST_CASE("the catalogue names each metric once, and the report holds the argument-free ones",

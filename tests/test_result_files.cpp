@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "sim/cli/atomic_file.h"
+#include "sim/atomic_file.h"
 
 using namespace fabtwin;
 namespace fs = std::filesystem;

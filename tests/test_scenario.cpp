@@ -11,7 +11,7 @@
 
 #include "models/fabric/fabric.h"
 #include "models/fabric/fabric_spec.h"
-#include "sim/cli/atomic_file.h"
+#include "sim/atomic_file.h"
 #include "sim/params.h"
 #include "sim/scenario_file.h"
 

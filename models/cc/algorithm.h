@@ -27,6 +27,8 @@ struct CcConfig {
   const DcqcnConfig* notification_point() const {
     return algorithm == CcAlgorithm::Dcqcn ? &dcqcn : nullptr;
   }
+
+  bool operator==(const CcConfig&) const = default;
 };
 
 // Reads nic.cc. A knob of an algorithm other than the chosen one is an error naming both.

@@ -36,6 +36,8 @@ struct DcqcnConfig {
   int cnp_dscp = 48;
 
   double g() const { return 1.0 - dce_tcp_g / 1024.0; }
+
+  bool operator==(const DcqcnConfig&) const = default;
 };
 
 // DCQCN's knobs in nic.cc (with nic.cc.algorithm "dcqcn"): "profile" ("paper" | "connectx")

@@ -14,6 +14,8 @@ struct DctcpConfig {
   int64_t min_window = 0;      // bytes; the window never goes below one packet either
   double g = 0;                // alpha gain
   double initial_alpha = 0;
+
+  bool operator==(const DctcpConfig&) const = default;
 };
 
 const BoundParams<DctcpConfig>& dctcp_params();

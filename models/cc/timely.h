@@ -23,6 +23,8 @@ struct TimelyConfig {
   int hai_factor = 0;   // N: the hyperactive step is N x delta
   int64_t segment = 0;  // payload bytes acknowledged between rate updates (0: every ACK)
   BitsPerSec min_rate{};
+
+  bool operator==(const TimelyConfig&) const = default;
 };
 
 const BoundParams<TimelyConfig>& timely_params();

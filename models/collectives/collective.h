@@ -28,6 +28,8 @@ struct GpuConfig {
   bool intel_cpu;
   // The PCIe rate a NIC sees: halved without GPUDirect (every byte crosses PCIe twice).
   BitsPerSec nic_dma_rate() const { return {gpudirect ? pcie_rate.bps : pcie_rate.bps / 2}; }
+
+  bool operator==(const GpuConfig&) const = default;
 };
 
 // NCCL's knobs (the `nccl` section); every field is set from its declared parameter.
@@ -42,6 +44,8 @@ struct NcclConfig {
   int qps_per_connection;
   int64_t p2p_net_chunk;
   int64_t p2p_nvlink_chunk;
+
+  bool operator==(const NcclConfig&) const = default;
 };
 
 // One `collective` traffic generator.
@@ -59,6 +63,8 @@ struct CollectiveSpec {
   int warmup = 0;
   Time start{};
   int dscp = 26;
+
+  bool operator==(const CollectiveSpec&) const = default;
 };
 
 // One size of one generator, resolved: what NCCL would run.
@@ -66,6 +72,8 @@ struct CollectiveOp {
   uint32_t spec = 0;  // index into CollectiveSetup::specs
   int64_t size = 0;
   nccl::PlanInput plan;  // algorithm and channels resolved
+
+  bool operator==(const CollectiveOp&) const = default;
 };
 
 // A one-way connection between two ranks of one generator on one channel.
@@ -76,6 +84,8 @@ struct CollectiveConnection {
   int src_host = -1, dst_host = -1;  // NICs (Net)
   std::vector<uint32_t> send_qps;    // at the source NIC, one per QP of the connection
   Time credit_latency{};             // a freed buffer slot reaching the sender
+
+  bool operator==(const CollectiveConnection&) const = default;
 };
 
 struct CollectiveSetup {
@@ -94,6 +104,8 @@ struct CollectiveSetup {
   uint32_t connection(uint32_t spec, int src, int dst, int channel) const {
     return connection_index.at({spec, src, dst, channel});
   }
+
+  bool operator==(const CollectiveSetup&) const = default;
 };
 
 // Reads the `collective` generators (other generators are left to generate_traffic), `gpu`

@@ -33,6 +33,8 @@ struct PlanInput {
   int steps = 8;             // NCCL_STEPS: buffer slots per connection
   int64_t p2p_chunk_net = 128 << 10;
   int64_t p2p_chunk_nvlink = 512 << 10;
+
+  bool operator==(const PlanInput&) const = default;
 };
 
 // A one-way connection between two ranks on one channel. `slots`: messages (slices) that may

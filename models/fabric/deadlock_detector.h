@@ -33,6 +33,8 @@ struct DeadlockConfig {
   bool enabled = true;
   Time detection_time{};
   Time check_interval{};
+
+  bool operator==(const DeadlockConfig&) const = default;
 };
 
 const ParamGroup& deadlock_params();

@@ -309,6 +309,14 @@ FabricSpec FabricSpec::resolve(const ScenarioDocument& doc) {
   spec.switches = read_switch_config(root, port_frame(spec.topology, nic));
   check_buffer_set_aside(spec.topology, spec.switches);
   check_ecn_not_shadowed(root, spec.topology);
+  {
+    // Markings for speeds no link runs at are never used: the spec keeps what a run uses (a
+    // sweep over such a key is then found shadowed, same_resolution).
+    std::set<int64_t> speeds;
+    for (const Link& l : spec.topology.links) speeds.insert(l.rate.bps);
+    std::erase_if(spec.switches.red_by_rate,
+                  [&](const auto& entry) { return !speeds.count(entry.first); });
+  }
   check_rewrites_classified(spec.routing, spec.switches);
   spec.deadlock = read_deadlock_config(root);
   spec.switches.queue_sample_interval = spec.output.queue_sample_interval;
@@ -349,6 +357,14 @@ FabricSpec FabricSpec::resolve(const ScenarioDocument& doc) {
   }
   spec.warnings = check_run_cost(spec);
   return spec;
+}
+
+bool same_resolution(FabricSpec a, FabricSpec b) {
+  a.scenario_text.clear();
+  a.scenario_file.clear();
+  b.scenario_text.clear();
+  b.scenario_file.clear();
+  return a == b;
 }
 
 }  // namespace fabtwin

@@ -25,6 +25,8 @@ struct RunConfig {
   uint64_t seed;
   int threads;            // 0: every hardware thread
   bool stop_on_deadlock;  // run.on_deadlock: "stop" (true) or "continue"
+
+  bool operator==(const RunConfig&) const = default;
 };
 
 struct OutputConfig {
@@ -32,6 +34,8 @@ struct OutputConfig {
   Time rate_sample_interval;
   Time queue_sample_interval;
   bool collective_timeline;
+
+  bool operator==(const OutputConfig&) const = default;
 };
 
 struct FabricSpec {
@@ -69,7 +73,15 @@ struct FabricSpec {
 
   // Reads and checks every section of `doc`. Throws ScenarioError naming the JSON path.
   static FabricSpec resolve(const ScenarioDocument& doc);
+
+  // Member by member (sweeps compare resolved scenarios: fabric_spec.h, same_resolution).
+  bool operator==(const FabricSpec&) const = default;
 };
+
+// Whether two resolved scenarios are the same in everything a run uses: every member compared
+// (defaulted comparisons, so a member added later is compared too), the scenario's text and
+// file name aside. Sweeps use it to find axes some other setting shadows.
+bool same_resolution(FabricSpec a, FabricSpec b);
 
 // Every parameter group fabtwin declares, in the order `fabtwin describe` prints them.
 std::vector<const ParamGroup*> all_param_groups();

@@ -19,6 +19,8 @@ struct LinkEvent {
   Time at;
   int link = 0;  // index into topology.links
   bool up = false;
+
+  bool operator==(const LinkEvent&) const = default;
 };
 
 // A switch installs `table` at `at`.
@@ -26,6 +28,8 @@ struct RouteUpdate {
   Time at;
   int node = 0;
   ForwardingTable table;
+
+  bool operator==(const RouteUpdate&) const = default;
 };
 
 // The host pairs with no route from `from` on (until the next epoch): at time 0 the initial
@@ -33,6 +37,8 @@ struct RouteUpdate {
 struct RouteEpoch {
   Time from;
   std::vector<std::pair<int, int>> unreachable;  // (source host, destination host)
+
+  bool operator==(const RouteEpoch&) const = default;
 };
 
 struct LinkSchedule {

@@ -265,6 +265,34 @@ double mean_max_queue_bytes(const RunResult& r, const std::string& node,
   return sum / static_cast<int>(ports.size());
 }
 
+MetricGroups mean_queue_bytes_by_port(const RunResult& r) {
+  std::vector<double> sum(r.ports.size(), 0.0);
+  std::vector<int64_t> n(r.ports.size(), 0);
+  for (const QueueDepthSample& s : r.queue_samples) {
+    sum.at(s.port) += static_cast<double>(s.bytes);
+    ++n[s.port];
+  }
+  MetricGroups out;
+  for (size_t p = 0; p < r.ports.size(); ++p) {
+    if (n[p] > 0) out[port_name(r.ports[p])] = sum[p] / static_cast<double>(n[p]);
+  }
+  return out;
+}
+
+double mean_switch_queue_bytes(const RunResult& r) {
+  const MetricGroups by_port = mean_queue_bytes_by_port(r);
+  double sum = 0;
+  int64_t n = 0;
+  for (const PortRecord& p : r.ports) {
+    const auto it = by_port.find(port_name(p));
+    if (!p.switch_port || it == by_port.end()) continue;
+    sum += it->second;
+    ++n;
+  }
+  if (n == 0) throw std::runtime_error("no queue samples of any switch port");
+  return sum / static_cast<double>(n);
+}
+
 int64_t max_switch_queue_bytes(const RunResult& r) {
   int64_t m = 0;
   for (const PortRecord& p : r.ports) {
@@ -409,6 +437,13 @@ std::vector<Metric> build_catalogue() {
         "FCT over the ideal FCT (message bits at the source's line rate), " + what +
             " over the completed flows.",
         [q](const RunResult& r, const Args&) { return slowdown_percentile(r, all_flows(r), q); }));
+    c.push_back(grouped("slowdown_" + p + "_by_generator", "",
+                        "Slowdown " + what + " of each traffic generator's completed flows.",
+                        [q](const RunResult& r) {
+                          return each(flows_by_generator(r), [&](const FlowSet& f) {
+                            return slowdown_percentile(r, f, q);
+                          });
+                        }));
     c.push_back(grouped("slowdown_" + p + "_by_size", "",
                         "Slowdown " + what + " of the completed flows of each size bucket.",
                         [q](const RunResult& r) {
@@ -487,6 +522,37 @@ std::vector<Metric> build_catalogue() {
                      }));
   c.push_back(total("max_switch_queue_bytes", "B", "Deepest queue of any switch port.",
                     max_switch_queue_bytes));
+  c.push_back(grouped("max_queue_bytes_by_port", "B",
+                      "Deepest queue (any priority) of each switch port.", [](const RunResult& r) {
+                        MetricGroups out;
+                        for (const PortRecord& p : r.ports) {
+                          if (p.switch_port)
+                            out[port_name(p)] = static_cast<double>(p.max_queue_bytes());
+                        }
+                        return out;
+                      }));
+  c.push_back(scalar("mean_switch_queue_bytes", "B", "",
+                     "Mean over the switch ports of each one's time-averaged sampled queue depth "
+                     "(output.queue_sample_interval).",
+                     [](const RunResult& r, const Args&) { return mean_switch_queue_bytes(r); }));
+  c.push_back(grouped("mean_queue_bytes_by_port", "B",
+                      "Time average of each port's sampled queue depth (ports with samples).",
+                      mean_queue_bytes_by_port));
+  c.push_back(total("buffer_peak_bytes", "B",
+                    "Peak occupancy of the fullest switch buffer (reserved, shared and headroom "
+                    "bytes together).",
+                    [](const RunResult& r) {
+                      int64_t m = 0;
+                      for (const BufferRecord& b : r.buffers) m = std::max(m, b.max_used);
+                      return m;
+                    }));
+  c.push_back(grouped("buffer_peak_bytes_by_switch", "B", "Peak occupancy of each switch's buffer.",
+                      [](const RunResult& r) {
+                        MetricGroups out;
+                        for (const BufferRecord& b : r.buffers)
+                          out[b.node] = static_cast<double>(b.max_used);
+                        return out;
+                      }));
   c.push_back(scalar(
       "port_utilization", "", "node, port",
       "Busy time of `node`'s port `port` over the time of the last event.",
@@ -515,6 +581,9 @@ std::vector<Metric> build_catalogue() {
                       }));
   c.push_back(total("xoff_sent", "frames", "PFC XOFF frames sent by all ports, refreshes included.",
                     [](const RunResult& r) { return counter_totals(r).pause_sent; }));
+  c.push_back(total("pause_frames_received", "frames",
+                    "PFC XOFF frames that arrived at any port (refreshes included).",
+                    [](const RunResult& r) { return counter_totals(r).pause_received; }));
   c.push_back(total("xoff_transitions", "",
                     "Times any port's ingress group went from flowing to paused.",
                     [](const RunResult& r) { return counter_totals(r).xoff_transitions; }));
@@ -545,6 +614,27 @@ std::vector<Metric> build_catalogue() {
                        return completed_collective(r, a.value("row", int64_t{0})).busbw /
                               a.value("divide_by", 1.0);
                      }));
+  c.push_back(grouped("collective_time_us_by_row", "µs",
+                      "Time of one iteration of each completed collective row (nccl-tests' time; "
+                      "rows \"0\", \"1\", ... as in /collectives).",
+                      [](const RunResult& r) {
+                        MetricGroups out;
+                        for (size_t i = 0; i < r.collectives.size(); ++i) {
+                          if (r.collectives[i].time_us > 0)
+                            out[std::to_string(i)] = r.collectives[i].time_us;
+                        }
+                        return out;
+                      }));
+  c.push_back(grouped("collective_busbw_by_row", "GB/s",
+                      "Bus bandwidth (nccl-tests' busbw) of each completed collective row.",
+                      [](const RunResult& r) {
+                        MetricGroups out;
+                        for (size_t i = 0; i < r.collectives.size(); ++i) {
+                          if (r.collectives[i].time_us > 0)
+                            out[std::to_string(i)] = r.collectives[i].busbw;
+                        }
+                        return out;
+                      }));
   c.push_back(scalar("ring_tree_crossover_log2", "", "ring, tree",
                      "log2 of the smallest size from which generator `ring` beats generator "
                      "`tree` at every larger size of their sweep.",

@@ -70,6 +70,10 @@ double queue_delay_quantile_us(const RunResult& r, uint32_t port, Time after, do
 double mean_max_queue_bytes(const RunResult& r, const std::string& node,
                             const std::vector<uint32_t>& ports);
 int64_t max_switch_queue_bytes(const RunResult& r);
+// Each port's time-averaged sampled queue depth, by port name (ports with samples).
+MetricGroups mean_queue_bytes_by_port(const RunResult& r);
+// The mean of the switch ports' time-averaged queue depths (those with samples).
+double mean_switch_queue_bytes(const RunResult& r);
 double port_utilization(const RunResult& r, uint32_t port);  // busy time / last event time
 // Every port's counters together, each combined by its rule (summed, or the largest).
 PriorityCounters counter_totals(const RunResult& r);

@@ -28,12 +28,16 @@ struct TopologyNode {
   int ports = 0;
   Tier tier = Tier::Host;
   int rail = -1;  // rail-optimized: the rail of a NIC or a rail leaf; -1 elsewhere
+
+  bool operator==(const TopologyNode&) const = default;
 };
 
 // The other end of a port: node and its port.
 struct PortPeer {
   int node = -1;
   int port = -1;
+
+  bool operator==(const PortPeer&) const = default;
 };
 
 // Hosts are nodes 0..hosts-1 (so a host index is its node id); switches follow.
@@ -70,6 +74,8 @@ struct Topology {
   int node_named(const std::string& name) const;
   // Connects the next free port of `a` to the next free port of `b`.
   void connect(int a, int b, BitsPerSec rate, Time delay);
+
+  bool operator==(const Topology&) const = default;
 };
 
 Topology build_star(int hosts, BitsPerSec rate, Time delay);

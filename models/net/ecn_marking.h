@@ -26,6 +26,8 @@ struct RedMarking {
     if (queue_bytes >= kmax) return true;
     return rng.uniform() < probability(queue_bytes);
   }
+
+  bool operator==(const RedMarking&) const = default;
 };
 
 }  // namespace fabtwin

@@ -24,6 +24,8 @@ struct SchedulerConfig {
   uint8_t strict_mask = 0;  // bit p set: priority p is served strictly
   std::array<int, kPriorities> weights{1, 1, 1, 1, 1, 1, 1, 1};
   int quantum = 9216;  // bytes of credit per unit of weight per round
+
+  bool operator==(const SchedulerConfig&) const = default;
 };
 
 // A closed PFC pause interval of one priority on one egress.

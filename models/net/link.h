@@ -11,6 +11,8 @@ struct Link {
   int a, a_port, b, b_port;
   BitsPerSec rate;
   Time delay;
+
+  bool operator==(const Link&) const = default;
 };
 
 // Sets both egress ports of `link` (a's and b's) to its rate and delay, each feeding the other.

@@ -37,6 +37,8 @@ struct PfcWatchdogConfig {
   Time poll_interval;
   bool drop;  // action drop; false: forward
   bool nics;  // the NICs' send queues are watched as well as the switches' egress queues
+
+  bool operator==(const PfcWatchdogConfig&) const = default;
 };
 
 class PauseSender {

@@ -59,6 +59,8 @@ struct StaticRoute {
   std::vector<int> dst;
   int priority = -1;
   std::vector<int> next;
+
+  bool operator==(const StaticRoute&) const = default;
 };
 
 // routing.priority_rewrite[i]: at switch `node`, a frame arriving from neighbour `from` (any
@@ -68,6 +70,8 @@ struct PriorityRewrite {
   int from = -1;
   int priority = 0;
   int to = 0;
+
+  bool operator==(const PriorityRewrite&) const = default;
 };
 
 // The `routing` section, resolved against a topology's node names.
@@ -80,6 +84,8 @@ struct RoutingPolicy {
 
   // Reads `routing` (the section, may be null) naming nodes of `topology`; throws ScenarioError.
   static RoutingPolicy read(const nlohmann::json& section, const Topology& topology);
+
+  bool operator==(const RoutingPolicy&) const = default;
 };
 
 extern const ParamGroup kRoutingParams;
@@ -121,6 +127,9 @@ class RoutingTable {
   std::vector<ForwardingTable> tables_;
   std::vector<std::vector<int>> distance_;  // [node][host]
   std::vector<std::pair<int, int>> unreachable_;
+
+ public:
+  bool operator==(const RoutingTable&) const = default;
 };
 
 // The tables `policy` gives every switch of `topology` when only the links with

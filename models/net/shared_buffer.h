@@ -24,6 +24,8 @@ struct MmuConfig {
   int64_t xon_offset = 0;     // XON when shared bytes fall this far below the threshold
   double egress_alpha = 1.0;  // dynamic threshold factor for lossy egress queues
   std::array<bool, kPriorityGroups> lossless{};
+
+  bool operator==(const MmuConfig&) const = default;
 };
 
 enum class Admission : uint8_t {

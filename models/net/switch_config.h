@@ -45,6 +45,8 @@ struct SwitchConfig {
     const auto it = red_by_rate.find(rate.bps);
     return it == red_by_rate.end() ? red : it->second;
   }
+
+  bool operator==(const SwitchConfig&) const = default;
 };
 
 // Reads fabric.switch, fabric.pfc, fabric.ecn and fabric.qos. `mtu_frame` is the largest data

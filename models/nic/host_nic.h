@@ -47,6 +47,8 @@ struct NicConfig {
   // when slower than the link; notifications reach the GPU node `host_latency` after the event.
   BitsPerSec tx_dma_rate;  // 0: not a bottleneck
   Time host_latency;
+
+  bool operator==(const NicConfig&) const = default;
 };
 
 // The data of a kNicPostMessage event (handlers.h): post `bytes` on connection QP `qp`.

@@ -16,6 +16,8 @@ struct FlowSpec {
   Time start{};
   int dscp = 26;           // DSCP of its packets; switches and NICs map it to a priority
   uint32_t generator = 0;  // index of the scenario's `traffic` entry that made it
+
+  bool operator==(const FlowSpec&) const = default;
 };
 
 constexpr auto record_fields(std::type_identity<FlowSpec>) {

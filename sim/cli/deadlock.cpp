@@ -9,7 +9,7 @@
 #include <sstream>
 #include <thread>
 
-#include "sim/cli/atomic_file.h"
+#include "sim/atomic_file.h"
 #include "sim/cli/scenario_command.h"
 #include "sim/scenario_file.h"
 

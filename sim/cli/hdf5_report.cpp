@@ -4,7 +4,7 @@
 #include <map>
 #include <sstream>
 
-#include "sim/cli/atomic_file.h"
+#include "sim/atomic_file.h"
 #include "sim/cli/record_columns.h"
 #include "sim/cli/report.h"
 #include "sim/hdf5_file.h"

@@ -8,14 +8,16 @@
 #include <iostream>
 
 #include "models/fabric/fabric.h"
-#include "sim/cli/atomic_file.h"
+#include "sim/atomic_file.h"
 #include "sim/cli/bench.h"
 #include "sim/cli/deadlock.h"
 #include "sim/cli/describe.h"
 #include "sim/cli/report.h"
 #include "sim/cli/scenario_command.h"
+#include "sim/cli/sweep.h"
 #include "sim/cli/trace.h"
 #include "sim/cli/validation.h"
+#include "sim/sweep/sweep_file.h"
 #ifdef FABTWIN_HAVE_MPI
 #include <mpi.h>
 
@@ -45,6 +47,12 @@ constexpr const char* kUsage =
     "  deadlock SCENARIO [--failures 0|1|2] [--json FILE|-]\n"
     "                      static analysis: cyclic buffer dependencies PFC can deadlock on,\n"
     "                      also under every single/double link failure; exit 1 if any\n"
+    "  sweep SWEEP.json [--jobs N] [--out DIR] [--objective \"min|max METRIC\"]...\n"
+    "      [--resume=keep | --restart] [--point-results] [--set path=value]... [--dry-run]\n"
+    "                      run a parameter sweep (axes over any scenario path, grid, random\n"
+    "                      or Latin-hypercube designs, seeds): a table of metrics with 95%\n"
+    "                      confidence intervals, resumable, concurrent, over MPI ranks under\n"
+    "                      mpirun (docs/sweeps.md)\n"
     "\n"
     "options: --help, --version\n";
 
@@ -139,7 +147,7 @@ int main(int argc, char** argv) {
   // Under mpirun the ranks share one run; started plainly, fabtwin does not touch MPI.
   std::unique_ptr<MpiTransport> mpi;
   const bool under_mpirun = std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE");
-  if (under_mpirun && command == "run") {
+  if (under_mpirun && (command == "run" || command == "sweep")) {
     MPI_Init(&argc, &argv);
     mpi = std::make_unique<MpiTransport>();
     transport = mpi.get();
@@ -165,11 +173,16 @@ int main(int argc, char** argv) {
     if (command == "validate") return command_validate(args);
     if (command == "bench") return command_bench(args);
     if (command == "deadlock") return command_deadlock(args);
+    if (command == "sweep") return command_sweep(args, transport);
     std::cerr << "fabtwin: unknown command \"" << command << "\"\n\n" << kUsage;
     return 2;
   } catch (const ScenarioError& e) {
     // Every rank reads the same scenario, so every rank stops here alike; one of them says so.
     if (!quiet) std::cerr << "fabtwin: " << e.what() << "\n";
+    return 2;
+  } catch (const sweep::SweepError& e) {
+    // Every rank expands and checks the same sweep; rank 0 alone says what is wrong.
+    if (!quiet && *e.what() != '\0') std::cerr << "fabtwin sweep: " << e.what() << "\n";
     return 2;
   } catch (const OutputPathError& e) {
     // Only the rank that writes checks its outputs: the others must be stopped too.

@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "models/fabric/metrics.h"
-#include "sim/cli/atomic_file.h"
+#include "sim/atomic_file.h"
 #include "sim/cli/nccl_table.h"
 #include "sim/cli/record_columns.h"
 #include "sim/statistics.h"

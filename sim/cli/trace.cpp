@@ -8,7 +8,7 @@
 #include <tuple>
 #include <vector>
 
-#include "sim/cli/atomic_file.h"
+#include "sim/atomic_file.h"
 
 namespace fabtwin {
 namespace {

@@ -1,11 +1,11 @@
 // Result files that never lie. A regular file is written under a temporary name
-// (`<target>.partial-<pid>`) and renamed into place only when complete, so a crash or a kill
-// never leaves a truncated file that looks valid. A symbolic link is written through: the file
-// it points to is replaced, the link stays. A FIFO or a character device (a pipe to another
-// program, /dev/stdout) is written in place, never replaced by a regular file; a file format
-// that must seek (HDF5) refuses them. Temporary files are removed on every exit path that runs
-// code (an exception, SIGINT, SIGTERM, SIGHUP); one left by a killed process is recognised by
-// its dead pid and removed by the next run that writes the same target.
+// (`<target>.partial-<pid>`), flushed to the disk and renamed into place only when complete, so
+// a crash, a kill or a power loss never leaves a truncated file that looks valid. A symbolic link
+// is written through: the file it points to is replaced, the link stays. A FIFO or a character
+// device (a pipe to another program, /dev/stdout) is written in place, never replaced by a regular
+// file; a file format that must seek (HDF5) refuses them. Temporary files are removed on every exit
+// path that runs code (an exception, SIGINT, SIGTERM, SIGHUP); one left by a killed process is
+// recognised by its dead pid and removed by the next run that writes the same target.
 #pragma once
 
 #include <filesystem>

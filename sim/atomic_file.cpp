@@ -1,4 +1,4 @@
-#include "sim/cli/atomic_file.h"
+#include "sim/atomic_file.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -111,6 +111,17 @@ fs::path destination(const fs::path& target) {
   return file;
 }
 
+// Flushes `path` (a file or a folder) to the disk; a failure throws, naming `target`.
+void sync(const fs::path& path, const fs::path& target) {
+  const int fd = ::open(path.empty() ? "." : path.c_str(), O_RDONLY | O_CLOEXEC);
+  const bool done = fd >= 0 && ::fsync(fd) == 0;
+  if (fd >= 0) ::close(fd);
+  if (!done) {
+    throw std::runtime_error("cannot flush " + target.string() + " to disk (" +
+                             std::strerror(errno) + ")");
+  }
+}
+
 bool written_in_place(fs::file_type type) {
   return type == fs::file_type::fifo || type == fs::file_type::character;
 }
@@ -199,8 +210,12 @@ void write_atomically(const fs::path& target, const std::function<void(const fs:
   const fs::path temp = partial_path(file);
   PartialFile partial(temp);
   write(temp);
+  // On the disk before the rename, and the rename itself after: a power loss leaves the old
+  // file or the new one, never a renamed file whose data did not make it.
+  sync(temp, target);
   fs::rename(temp, file);
   partial.keep();
+  sync(file.has_parent_path() ? file.parent_path() : fs::path("."), target);
 }
 
 void write_text_atomically(const fs::path& target, const std::string& text) {
