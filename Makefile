@@ -51,7 +51,7 @@ bench-nccl: build
 	$(BUILD)/fabtwin run scenarios/bench/nccl_ring_8x8_1gib.json --threads 1 \
 	  --set output.collective_timeline=false
 
-# The three example studies of docs/sweep-studies.md in full (about 3 minutes on 2 cores), into
+# The three example studies of docs/sweep-studies.md in full (about a minute on 2 cores), into
 # results/sweeps/<study>/, where notebooks/sweep_studies.ipynb reads them. --restart recomputes
 # every point; SWEEP_FLAGS= (empty) resumes an interrupted run instead.
 SWEEP_STUDIES = incast_ecn dcqcn_recovery allreduce_ecn
