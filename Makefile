@@ -52,15 +52,16 @@ bench-nccl: build
 	  --set output.collective_timeline=false
 
 # The three example studies of docs/sweep-studies.md in full (about a minute on 2 cores), into
-# results/sweeps/<study>/, where notebooks/sweep_studies.ipynb reads them. --restart recomputes
-# every point; SWEEP_FLAGS= (empty) resumes an interrupted run instead.
+# results/sweeps/<study>/ (and what each prints, <study>.log), where notebooks/sweep_studies.ipynb
+# reads them. --restart recomputes every point; SWEEP_FLAGS= (empty) resumes an interrupted run.
 SWEEP_STUDIES = incast_ecn dcqcn_recovery allreduce_ecn
 SWEEP_FLAGS  ?= --restart
 sweep-examples: build
-	@for s in $(SWEEP_STUDIES); do \
+	@mkdir -p results/sweeps; for s in $(SWEEP_STUDIES); do \
 	  echo "fabtwin sweep scenarios/sweeps/$$s.sweep.json"; \
 	  $(BUILD)/fabtwin sweep scenarios/sweeps/$$s.sweep.json --jobs $(JOBS) --threads 1 \
-	    --out results/sweeps/$$s $(SWEEP_FLAGS) || exit 1; \
+	    --out results/sweeps/$$s $(SWEEP_FLAGS) > results/sweeps/$$s.log || exit 1; \
+	  cat results/sweeps/$$s.log; \
 	done
 
 format:
