@@ -11,6 +11,9 @@ schema = json.loads((root / "scenarios/fabtwin.schema.json").read_text())
 jsonschema.Draft7Validator.check_schema(schema)
 validator = jsonschema.Draft7Validator(schema)
 
+# Sweep files (*.sweep.json) are not scenarios (docs/sweeps.md); their points are checked by
+# `fabtwin sweep --dry-run` (tests/CMakeLists.txt).
+# Nor is what a sweep writes beside its file (NAME.sweep/).
 files = sorted(p for p in (root / "scenarios").rglob("*.json")
                if p.name != "fabtwin.schema.json" and not p.name.endswith(".sweep.json")
                and not any(part.endswith(".sweep") for part in p.parts))
