@@ -12,7 +12,7 @@ DEBIAN_PACKAGES = build-essential cmake pkg-config \
 
 SUDO = $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all setup configure build run test bench bench-queue bench-nccl validate format clean
+.PHONY: all setup configure build run test bench bench-queue bench-nccl validate sweep-examples format clean
 
 all: build
 
@@ -50,6 +50,19 @@ bench-queue: build
 bench-nccl: build
 	$(BUILD)/fabtwin run scenarios/bench/nccl_ring_8x8_1gib.json --threads 1 \
 	  --set output.collective_timeline=false
+
+# The three example studies of docs/sweep-studies.md in full (about a minute on 2 cores), into
+# results/sweeps/<study>/ (and what each prints, <study>.log), where notebooks/sweep_studies.ipynb
+# reads them. --restart recomputes every point; SWEEP_FLAGS= (empty) resumes an interrupted run.
+SWEEP_STUDIES = incast_ecn dcqcn_recovery allreduce_ecn
+SWEEP_FLAGS  ?= --restart
+sweep-examples: build
+	@mkdir -p results/sweeps; for s in $(SWEEP_STUDIES); do \
+	  echo "fabtwin sweep scenarios/sweeps/$$s.sweep.json"; \
+	  $(BUILD)/fabtwin sweep scenarios/sweeps/$$s.sweep.json --jobs $(JOBS) --threads 1 \
+	    --out results/sweeps/$$s $(SWEEP_FLAGS) > results/sweeps/$$s.log || exit 1; \
+	  cat results/sweeps/$$s.log; \
+	done
 
 format:
 	clang-format -i $$(git ls-files '*.cpp' '*.h')
