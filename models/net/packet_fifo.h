@@ -46,7 +46,7 @@ class PacketFifo {
   QueuedPacket pop() {
     assert(size_ > 0);
     const QueuedPacket q = ring_[head_];
-    head_ = (head_ + 1) & (ring_.size() - 1);
+    head_ = static_cast<uint32_t>((head_ + 1) & (ring_.size() - 1));
     --size_;
     bytes_ -= q.frame;
     return q;
@@ -60,8 +60,9 @@ class PacketFifo {
     head_ = 0;
   }
   std::vector<QueuedPacket> ring_;
-  size_t head_ = 0;
-  size_t size_ = 0;
+  // 32-bit: a fabric has eight queues at each of its ports, and no queue holds 2^32 frames.
+  uint32_t head_ = 0;
+  uint32_t size_ = 0;
   int64_t bytes_ = 0;
 };
 
