@@ -59,7 +59,8 @@ bool ForwardingTable::has_missing_route() const {
 }
 
 size_t ForwardingTable::memory_bytes() const {
-  size_t bytes = sizeof(uint16_t) * ports_.size() + sizeof(Span) * entries_.size() +
+  size_t bytes = sizeof(uint16_t) * ports_.size() +
+                 sizeof(Span) * (entries_.size() + direct_spans_.size()) +
                  sizeof(int) * distance_.size() + map_.memory_bytes() + rewrites.size();
   for (const HostEntryMap& m : priority_maps_) bytes += m.memory_bytes() + sizeof(HostEntryMap);
   return bytes;
@@ -147,6 +148,11 @@ ForwardingTable ForwardingTableBuilder::finish(const Runs& runs,
                                                std::vector<uint8_t> rewrites) {
   ForwardingTable t = std::move(table_);
   t.map_ = HostEntryMap::of(runs, t.hosts_, by_runs);
+  t.direct_ = !t.map_.direct.empty();
+  if (t.direct_) {
+    t.direct_spans_.reserve(t.map_.direct.size());
+    for (const uint32_t e : t.map_.direct) t.direct_spans_.push_back(t.entries_[e]);
+  }
   for (const Runs& r : per_priority)
     t.priority_maps_.push_back(HostEntryMap::of(r, t.hosts_, by_runs));
   t.rewrites = std::move(rewrites);

@@ -69,7 +69,11 @@ class ForwardingTable {
                                    const std::vector<int>& distance = {});
 
   // The priority-blind entry (what every priority uses unless a static route names one).
-  std::span<const uint16_t> next_hops(int dst_host) const { return span(map_.entry(dst_host)); }
+  std::span<const uint16_t> next_hops(int dst_host) const {
+    const Span s =
+        direct_ ? direct_spans_[static_cast<size_t>(dst_host)] : entries_[map_.entry(dst_host)];
+    return {ports_.data() + s.begin, s.count};
+  }
   // The egress ports toward `dst_host` of a frame of `priority`; empty: no route.
   std::span<const uint16_t> next_hops(int dst_host, int priority) const {
     if (priority_maps_.empty()) return next_hops(dst_host);
@@ -114,6 +118,10 @@ class ForwardingTable {
   std::vector<Span> entries_;
   std::vector<int> distance_;  // [entry]
   HostEntryMap map_;
+  // Where map_ holds an entry per host, each host's ports too: the per-packet lookup is then
+  // one load, as fast as a table of every host.
+  bool direct_ = false;
+  std::vector<Span> direct_spans_;
   // Per-priority maps, only at a switch where a static route names a priority (kPriorities of
   // them, into the same entries). Empty everywhere else: the common case stays one lookup.
   std::vector<HostEntryMap> priority_maps_;
