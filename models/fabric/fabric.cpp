@@ -285,7 +285,7 @@ RunResult Fabric::run(const Simulator::Progress& progress) {
   for (size_t v = 0; v < spec_.topology.nodes.size(); ++v) {
     ports += static_cast<size_t>(spec_.topology.nodes[v].ports);
   }
-  r.ports.reserve(ports);  // a record is about 1.5 kB: no copies while the list grows
+  r.ports.reserve(ports);  // no copies of the whole list while it grows
   for (size_t v = 0; v < spec_.topology.nodes.size(); ++v) {
     first_port[v] = static_cast<uint32_t>(r.ports.size());
     const auto& node = static_cast<NetworkNode&>(sim_->component(static_cast<ComponentId>(v)));
