@@ -565,7 +565,8 @@ RoutingTable compute_routes(const Topology& topo, const RoutingPolicy& policy,
     if (h == 0 || hc.class_of[h] != hc.class_of[h - 1]) blocks.emplace_back(h, hc.class_of[h]);
   }
   blocks.emplace_back(hosts, -1);
-  rt.tables_.resize(n);
+  rt.hosts_ = hosts;
+  rt.tables_.resize(switches);
   ForwardingTableBuilder::Runs runs;
   std::vector<ForwardingTableBuilder::Runs> per_priority;
   std::vector<uint32_t> entries;
@@ -609,7 +610,7 @@ RoutingTable compute_routes(const Topology& topo, const RoutingPolicy& policy,
         }
       }
     }
-    rt.tables_[v] =
+    rt.tables_[v - hosts] =
         b.finish(runs, per_priority, hosts > direct_hosts_limit, rewrites_of(topo, policy, v));
   }
 
@@ -641,27 +642,29 @@ RoutingTable compute_routes(const Topology& topo, const RoutingPolicy& policy,
   return rt;
 }
 
+const ForwardingTable RoutingTable::kNoTable{};
+
 int RoutingTable::distance(int node, int dst_host) const {
   int d = kFar;
   if (node == dst_host) {
     d = 0;
-  } else if (!tables_[node].hosts()) {  // a host: one hop to the nearest switch it hangs off
+  } else if (node < hosts_) {  // a host: one hop to the nearest switch it hangs off
     for (uint32_t i = attach_first_[node]; i < attach_first_[node + 1]; ++i) {
-      d = std::min(d, tables_[attached_[i]].distance(dst_host) + 1);
+      d = std::min(d, table(attached_[i]).distance(dst_host) + 1);
     }
   } else {
-    d = tables_[node].distance(dst_host);
+    d = table(node).distance(dst_host);
   }
   return d >= kFar ? -1 : d;
 }
 
 void RoutingTable::set_next_hops(int node, const std::vector<std::vector<uint16_t>>& per_host) {
-  const ForwardingTable& old = tables_[node];
+  const ForwardingTable& old = table(node);
   std::vector<int> distance(per_host.size());
   for (size_t h = 0; h < per_host.size(); ++h) distance[h] = old.distance(static_cast<int>(h));
   ForwardingTable t = ForwardingTable::from_hops(per_host, distance);
   t.rewrites = old.rewrites;
-  tables_[node] = std::move(t);
+  tables_[node - hosts_] = std::move(t);
 }
 
 size_t RoutingTable::memory_bytes() const {

@@ -65,18 +65,21 @@ class RoutingTable {
   // another (compute_routes reports that instead).
   explicit RoutingTable(const Topology& topology);
 
-  const ForwardingTable& table(int node) const { return tables_[node]; }
+  // Switch `node`'s table; a host's is empty (hosts do not forward).
+  const ForwardingTable& table(int node) const {
+    return node < hosts_ ? kNoTable : tables_[node - hosts_];
+  }
   // Replaces one switch's next hops (hand-built routes, e.g. in tests): per_host[h] toward
   // host h. Distances and priority rewrites stay.
   void set_next_hops(int node, const std::vector<std::vector<uint16_t>>& per_host);
   std::span<const uint16_t> next_hops(int node, int dst_host) const {
-    return tables_[node].next_hops(dst_host);
+    return table(node).next_hops(dst_host);
   }
   std::span<const uint16_t> next_hops(int node, int dst_host, int priority) const {
-    return tables_[node].next_hops(dst_host, priority);
+    return table(node).next_hops(dst_host, priority);
   }
   int rewrite(int node, int in_port, int priority) const {
-    return tables_[node].rewrite(in_port, priority);
+    return table(node).rewrite(in_port, priority);
   }
   // Hops (links) from `node` to `dst_host` along the policy's paths (shortest paths, or
   // valley-free ones for up_down; static routes do not change it); -1 when unreachable.
@@ -91,7 +94,9 @@ class RoutingTable {
  private:
   friend RoutingTable compute_routes(const Topology&, const RoutingPolicy&,
                                      const std::vector<bool>&, int);
-  std::vector<ForwardingTable> tables_;  // [node]; empty at a host
+  static const ForwardingTable kNoTable;
+  int hosts_ = 0;
+  std::vector<ForwardingTable> tables_;  // [switch node - hosts]
   // The switches each host hangs off over working links: attached_[attach_first_[h] ..
   // attach_first_[h + 1]).
   std::vector<uint32_t> attach_first_;
