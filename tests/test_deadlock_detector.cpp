@@ -122,13 +122,10 @@ FabricSpec ring(const std::vector<std::pair<int, int>>& flows,
     for (int o = 0; o < t.nodes[sw].ports; ++o) {
       if (t.peer(sw, o).node == 3 + (i + 1) % 3) clockwise = o;
     }
-    ForwardingTable table;
-    for (int dst = 0; dst < 3; ++dst) {
-      table.offsets.push_back(static_cast<uint32_t>(table.ports.size()));
-      table.ports.push_back(static_cast<uint16_t>(dst == i ? 0 : clockwise));
-    }
-    table.offsets.push_back(static_cast<uint32_t>(table.ports.size()));
-    spec.routes.set_table(sw, table);
+    std::vector<std::vector<uint16_t>> hops;
+    for (int dst = 0; dst < 3; ++dst)
+      hops.push_back({static_cast<uint16_t>(dst == i ? 0 : clockwise)});
+    spec.routes.set_next_hops(sw, hops);
   }
   return spec;
 }

@@ -160,8 +160,8 @@ TEST_CASE("static routes override per destination, per priority, later entries f
     CHECK(hops(rt, s0, 2) == std::vector<uint16_t>{to_s1});
     CHECK(hops(rt, s0, 1) == std::vector<uint16_t>{to_s1});  // unchanged: direct
     for (int q = 0; q < 8; ++q) CHECK(hops(rt, s0, 2, q) == std::vector<uint16_t>{to_s1});
-    CHECK(rt.table(s0).priority_offsets.empty());  // no route names a priority
-    CHECK(rt.distance(0, 2) == 3);                 // distances stay the shortest paths'
+    CHECK(!rt.table(s0).has_priority_routes());  // no route names a priority
+    CHECK(rt.distance(0, 2) == 3);               // distances stay the shortest paths'
   }
   SECTION("a route for one priority only") {
     const RoutingTable rt = compute_routes(
@@ -175,8 +175,8 @@ TEST_CASE("static routes override per destination, per priority, later entries f
     CHECK(hops(rt, s0, 2, 0) == std::vector<uint16_t>{to_s2});
     CHECK(hops(rt, s0, 2) == std::vector<uint16_t>{to_s2});  // the priority-blind entry
     CHECK(hops(rt, s0, 1, 3) == std::vector<uint16_t>{to_s1});
-    CHECK(rt.table(s0).priority_offsets.size() == 3 * 8 + 1);
-    CHECK(rt.table(s1).priority_offsets.empty());
+    CHECK(rt.table(s0).has_priority_routes());
+    CHECK(!rt.table(s1).has_priority_routes());
   }
   SECTION("\"*\", ECMP over several next hops, and later entries win") {
     const RoutingTable rt = compute_routes(

@@ -42,6 +42,17 @@ void from_json(const nlohmann::json& j, R& r) {
   });
 }
 
+// A port's counters travel as the array of its eight priorities' records.
+void to_json(nlohmann::json& j, const PortCounters& c) {
+  j = nlohmann::json::array();
+  for (const PriorityCounters& p : c) j.push_back(nlohmann::json(p));
+}
+void from_json(const nlohmann::json& j, PortCounters& c) {
+  PortCounters::Array all{};
+  for (size_t p = 0; p < all.size(); ++p) j.at(p).get_to(all[p]);
+  c = all;
+}
+
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RankTiming, op, rank, start, end)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(NetMessage, connection, sequence, op, iteration, bytes, time)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(GpuNodeRecords, timings, iterations, steps, nvlink, posted,

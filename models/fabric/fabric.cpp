@@ -282,6 +282,11 @@ RunResult Fabric::run(const Simulator::Progress& progress) {
                    });
   // Ports in node order; queue samples re-indexed to the global port list.
   std::vector<uint32_t> first_port(spec_.topology.nodes.size());
+  size_t ports = 0;
+  for (size_t v = 0; v < spec_.topology.nodes.size(); ++v) {
+    ports += static_cast<size_t>(spec_.topology.nodes[v].ports);
+  }
+  r.ports.reserve(ports);  // no copies of the whole list while it grows
   for (size_t v = 0; v < spec_.topology.nodes.size(); ++v) {
     first_port[v] = static_cast<uint32_t>(r.ports.size());
     const auto& node = static_cast<NetworkNode&>(sim_->component(static_cast<ComponentId>(v)));

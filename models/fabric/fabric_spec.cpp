@@ -3,6 +3,7 @@
 #include <set>
 
 #include "models/cc/algorithm.h"
+#include "models/fabric/memory_estimate.h"
 #include "models/fabric/run_cost.h"
 #include "models/net/roce_framing.h"
 #include "models/nic/queue_pair.h"
@@ -291,7 +292,9 @@ FabricSpec FabricSpec::resolve(const ScenarioDocument& doc) {
   spec.run = kRunParams.read(section(root, "run"));
   spec.output = kOutputParams.read(section(root, "output"));
 
-  spec.topology = read_topology(root, doc.dir);
+  // A fabric too large for the machine is refused before it is built.
+  spec.topology =
+      read_topology(root, doc.dir, [](const TopologySize& size) { check_fits_in_memory(size); });
   spec.routing = RoutingPolicy::read(section(root, "routing"), spec.topology);
   spec.routes = compute_routes(spec.topology, spec.routing,
                                std::vector<bool>(spec.topology.links.size(), true));

@@ -91,11 +91,7 @@ LinkSchedule plan_link_schedule(const Topology& topology, const RoutingPolicy& p
   s.events = std::move(events);
   s.epochs.push_back({Time{}, initial.unreachable()});
   auto longest = [&](const RoutingTable& routes) {
-    for (int a = 0; a < topology.hosts; ++a) {
-      for (int b = 0; b < topology.hosts; ++b) {
-        s.longest_route = std::max(s.longest_route, routes.distance(a, b) - 1);
-      }
-    }
+    s.longest_route = std::max(s.longest_route, routes.longest_distance() - 1);
   };
   longest(initial);
   std::vector<bool> link_up(topology.links.size(), true);

@@ -1,8 +1,26 @@
 #include "models/fabric/run_result.h"
 
 #include <algorithm>
+#include <cstring>
+#include <type_traits>
 
 namespace fabtwin {
+
+const PortCounters::Array& PortCounters::zeros() {
+  static const Array zeros{};
+  return zeros;
+}
+
+PortCounters& PortCounters::operator=(const Array& counters) {
+  static_assert(std::has_unique_object_representations_v<PriorityCounters>,
+                "compared byte by byte");
+  if (std::memcmp(counters.data(), zeros().data(), sizeof(Array)) == 0) {
+    all_.reset();
+  } else {
+    all_ = std::make_unique<Array>(counters);
+  }
+  return *this;
+}
 
 int64_t PortRecord::tx_packets() const {
   return total(&PriorityCounters::tx_packets);

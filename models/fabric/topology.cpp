@@ -419,7 +419,22 @@ Topology build_graph(const nlohmann::json& graph, const std::string& path, BitsP
 
 }  // namespace
 
-Topology read_topology(const nlohmann::json& scenario, const std::filesystem::path& dir) {
+namespace {
+// A graph's size: the lengths of its lists (build_graph checks them).
+TopologySize graph_size(const nlohmann::json& graph) {
+  auto count = [&](const char* key) -> int64_t {
+    return graph.contains(key) && graph[key].is_array() ? static_cast<int64_t>(graph[key].size())
+                                                        : 0;
+  };
+  return {"graph", count("hosts"), count("switches"), count("links")};
+}
+}  // namespace
+
+Topology read_topology(const nlohmann::json& scenario, const std::filesystem::path& dir,
+                       const std::function<void(const TopologySize&)>& before_building) {
+  auto sized = [&](TopologySize size) {
+    if (before_building) before_building(size);
+  };
   const nlohmann::json& fabric =
       scenario.contains("fabric") ? scenario["fabric"] : nlohmann::json();
   const nlohmann::json link_section =
@@ -440,7 +455,9 @@ Topology read_topology(const nlohmann::json& scenario, const std::filesystem::pa
   const std::string type = r.choice("type");
   Topology t;
   if (type == "star") {
-    t = build_star(static_cast<int>(r.integer("hosts")), rate, delay);
+    const int64_t hosts = r.integer("hosts");
+    sized({type, hosts, 1, hosts});
+    t = build_star(static_cast<int>(hosts), rate, delay);
   } else if (type == "leaf_spine") {
     const int leaves = static_cast<int>(r.integer("leaves"));
     const int spines = static_cast<int>(r.integer("spines"));
@@ -454,6 +471,8 @@ Topology read_topology(const nlohmann::json& scenario, const std::filesystem::pa
                                           std::to_string(leaves * per_leaf));
     }
     const BitsPerSec uplink = r.has("uplink_rate") ? r.rate("uplink_rate") : rate;
+    const int64_t hosts = int64_t{leaves} * per_leaf;
+    sized({type, hosts, int64_t{leaves} + spines, hosts + int64_t{leaves} * spines});
     t = build_leaf_spine(leaves, spines, per_leaf, rate, uplink, delay);
   } else if (type == "rail_optimized") {
     const int nodes = static_cast<int>(r.integer("nodes"));
@@ -463,10 +482,16 @@ Topology read_topology(const nlohmann::json& scenario, const std::filesystem::pa
         r.has("nodes_per_leaf") ? static_cast<int>(r.integer("nodes_per_leaf")) : nodes;
     const int spines = static_cast<int>(r.integer("spines"));
     const BitsPerSec uplink = r.has("uplink_rate") ? r.rate("uplink_rate") : rate;
+    if (nodes > 0 && nics > 0 && per_leaf > 0 && spines >= 0) {
+      const int64_t hosts = int64_t{nodes} * nics;
+      const int64_t leaves = int64_t{nics} * ((nodes + per_leaf - 1) / per_leaf);
+      sized({type, hosts, leaves + spines, hosts + leaves * spines, spines});
+    }
     t = build_rail_optimized(nodes, gpus, nics, per_leaf, spines, rate, uplink, delay);
   } else if (type == "ring") {
-    t = build_ring(static_cast<int>(r.integer("switches")),
-                   static_cast<int>(r.integer("hosts_per_switch")), rate, delay);
+    const int64_t switches = r.integer("switches"), per_switch = r.integer("hosts_per_switch");
+    sized({type, switches * per_switch, switches, switches * per_switch + switches});
+    t = build_ring(static_cast<int>(switches), static_cast<int>(per_switch), rate, delay);
   } else if (type == "graph") {
     if (r.has("file")) {
       const std::string name = r.text("file");
@@ -489,17 +514,21 @@ Topology read_topology(const nlohmann::json& scenario, const std::filesystem::pa
                               "description)");
         }
       }
+      sized(graph_size(graph));
       t = build_graph(graph, path, rate, delay);
     } else {
       r.raw("switches");
       r.raw("hosts");
       r.raw("links");
+      sized(graph_size(section));
       t = build_graph(section, "topology", rate, delay);
     }
   } else {
     const int64_t k = r.integer("k");
     if (k % 2 != 0)
       throw ScenarioError(r.path_of("k"), "expected an even radix, found " + std::to_string(k));
+    // k pods of k/2 edge and k/2 aggregation switches, (k/2)^2 cores; k/2 hosts per edge.
+    sized({type, k * k * k / 4, 5 * k * k / 4, 3 * k * k * k / 4});
     t = build_fat_tree(static_cast<int>(k), rate, delay);
   }
   r.finish();

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -95,9 +96,21 @@ Topology build_rail_optimized(int nodes, int gpus_per_node, int nics_per_node, i
 // switch's ports face its hosts first, then the ring.
 Topology build_ring(int switches, int hosts_per_switch, BitsPerSec rate, Time delay);
 
+// What a `topology` section describes, counted from its parameters alone.
+struct TopologySize {
+  std::string kind;  // topology.type
+  int64_t hosts = 0;
+  int64_t switches = 0;
+  int64_t links = 0;
+  int64_t spines = 0;  // rail_optimized: switches that see every host as its own run of routes
+};
+
 // Reads `topology` and `fabric.link` from a scenario and builds the wiring. A graph topology's
-// `file` is read relative to `dir` (the scenario's directory).
-Topology read_topology(const nlohmann::json& scenario, const std::filesystem::path& dir = {});
+// `file` is read relative to `dir` (the scenario's directory). `before_building`, when given,
+// is called with the size the parameters describe before anything of that size is built (it
+// may throw to refuse it).
+Topology read_topology(const nlohmann::json& scenario, const std::filesystem::path& dir = {},
+                       const std::function<void(const TopologySize&)>& before_building = {});
 
 extern const ParamGroup kTopologyParams;
 extern const ParamGroup kLinkParams;

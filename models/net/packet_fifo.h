@@ -5,7 +5,7 @@
 
 #include <cassert>
 #include <cstddef>
-#include <vector>
+#include <memory>
 
 #include "models/net/packet.h"
 
@@ -30,15 +30,15 @@ class PacketFifo {
     return ring_[head_];
   }
 
-  // The i-th entry from the head (read-only; for inspection between events).
+  // The i-th queued entry from the front (0 = front).
   const QueuedPacket& at(size_t i) const {
     assert(i < size_);
-    return ring_[(head_ + i) & (ring_.size() - 1)];
+    return ring_[(head_ + i) & mask_];
   }
 
   void push(Packet* p, uint16_t ingress = 0, uint8_t ingress_priority = 0) {
-    if (size_ == ring_.size()) grow();
-    ring_[(head_ + size_) & (ring_.size() - 1)] = {p, p->frame, ingress, ingress_priority};
+    if (size_ == capacity()) grow();
+    ring_[(head_ + size_) & mask_] = {p, p->frame, ingress, ingress_priority};
     ++size_;
     bytes_ += p->frame;
   }
@@ -46,22 +46,29 @@ class PacketFifo {
   QueuedPacket pop() {
     assert(size_ > 0);
     const QueuedPacket q = ring_[head_];
-    head_ = (head_ + 1) & (ring_.size() - 1);
+    head_ = (head_ + 1) & mask_;
     --size_;
     bytes_ -= q.frame;
     return q;
   }
 
  private:
+  // 0 while no ring is allocated (mask_ is then 0 too, and size_ == capacity() grows it).
+  uint32_t capacity() const { return ring_ ? mask_ + 1 : 0; }
   void grow() {
-    std::vector<QueuedPacket> bigger(ring_.empty() ? 16 : ring_.size() * 2);
-    for (size_t i = 0; i < size_; ++i) bigger[i] = ring_[(head_ + i) & (ring_.size() - 1)];
-    ring_.swap(bigger);
+    const uint32_t n = ring_ ? 2 * (mask_ + 1) : 16;
+    auto bigger = std::make_unique<QueuedPacket[]>(n);
+    for (uint32_t i = 0; i < size_; ++i) bigger[i] = ring_[(head_ + i) & mask_];
+    ring_ = std::move(bigger);
+    mask_ = n - 1;
     head_ = 0;
   }
-  std::vector<QueuedPacket> ring_;
-  size_t head_ = 0;
-  size_t size_ = 0;
+  // 32 bytes in all: a fabric has eight of these at each of its ports, and no queue holds 2^32
+  // frames.
+  std::unique_ptr<QueuedPacket[]> ring_;
+  uint32_t mask_ = 0;  // ring size - 1
+  uint32_t head_ = 0;
+  uint32_t size_ = 0;
   int64_t bytes_ = 0;
 };
 

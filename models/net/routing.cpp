@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 
 #include "sim/rng.h"
 
@@ -252,7 +253,7 @@ RoutingPolicy RoutingPolicy::read(const nlohmann::json& section, const Topology&
 
 namespace {
 
-constexpr int kFar = 1 << 29;
+constexpr int kFar = ForwardingTable::kUnreachable;
 
 // Per node and port: whether the port's link works.
 std::vector<std::vector<char>> ports_up(const Topology& t, const std::vector<bool>& link_up) {
@@ -266,218 +267,185 @@ std::vector<std::vector<char>> ports_up(const Topology& t, const std::vector<boo
   return up;
 }
 
-// Appends the entry of the next destination host to `t`.
-void append(ForwardingTable& t, const uint16_t* ports, size_t n) {
-  t.offsets.push_back(static_cast<uint32_t>(t.ports.size()));
-  t.ports.insert(t.ports.end(), ports, ports + n);
-}
-void close(ForwardingTable& t) {
-  t.offsets.push_back(static_cast<uint32_t>(t.ports.size()));
+// Destination classes: hosts hanging off the same switches over working links. At any switch
+// they do not hang off, every host of a class has the same next hops and distance.
+struct HostClasses {
+  std::vector<int> class_of;               // [host]
+  std::vector<std::vector<int>> switches;  // [class]: sorted, the switches its hosts hang off
+  std::vector<std::vector<int>> hosts;     // [class]: its hosts, ascending
+  // Per host, the (switch, switch port) pairs of its working links to switches, sorted.
+  std::vector<uint32_t> local_first;
+  std::vector<std::pair<int, uint16_t>> local;
+
+  bool attached(int c, int v) const {
+    const std::vector<int>& s = switches[c];
+    return std::binary_search(s.begin(), s.end(), v);
+  }
+};
+
+HostClasses host_classes(const Topology& topo, const std::vector<std::vector<char>>& up) {
+  HostClasses hc;
+  const int hosts = topo.hosts;
+  hc.class_of.resize(hosts);
+  hc.local_first.assign(1, 0);
+  std::map<std::vector<int>, int> ids;
+  std::vector<int> key;
+  for (int h = 0; h < hosts; ++h) {
+    const size_t first = hc.local.size();
+    for (int port = 0; port < topo.nodes[h].ports; ++port) {
+      const PortPeer& p = topo.peer(h, port);
+      if (up[h][port] && topo.nodes[p.node].kind == NodeKind::Switch) {
+        hc.local.emplace_back(p.node, static_cast<uint16_t>(p.port));
+      }
+    }
+    std::sort(hc.local.begin() + static_cast<std::ptrdiff_t>(first), hc.local.end());
+    hc.local_first.push_back(static_cast<uint32_t>(hc.local.size()));
+    key.clear();
+    for (size_t i = first; i < hc.local.size(); ++i) {
+      if (key.empty() || key.back() != hc.local[i].first) key.push_back(hc.local[i].first);
+    }
+    const auto [it, added] = ids.emplace(key, static_cast<int>(hc.switches.size()));
+    if (added) {
+      hc.switches.push_back(key);
+      hc.hosts.emplace_back();
+    }
+    hc.class_of[h] = it->second;
+    hc.hosts[it->second].push_back(h);
+  }
+  return hc;
 }
 
+// One destination class's view of the fabric, per switch (indices are node ids; hosts unused):
+// the distance to the class, and whether a working port leads toward it.
+class ClassPaths {
+ public:
+  virtual ~ClassPaths() = default;
+  // Computes the class whose hosts hang off `attached` (sorted switches).
+  virtual void compute(const std::vector<int>& attached) = 0;
+  // Hops from switch v to a host of the class; kFar when there is no path.
+  virtual int distance(int v) const = 0;
+  // Whether `port` of switch v (its link working, toward switch w) is a next hop.
+  virtual bool via(int v, int w) const = 0;
+};
+
 // Shortest paths over the working links; routes never pass through a host.
-void shortest_paths(const Topology& topo, const std::vector<std::vector<char>>& up,
-                    std::vector<std::vector<int>>& distance, std::vector<ForwardingTable>& tables) {
-  const int n = static_cast<int>(topo.nodes.size());
-  const int hosts = topo.hosts;
-  std::vector<std::vector<int>> attached(hosts);  // switches each host hangs off
-  for (int h = 0; h < hosts; ++h) {
-    for (int port = 0; port < topo.nodes[h].ports; ++port) {
-      const int peer = topo.peer(h, port).node;
-      if (up[h][port] && topo.nodes[peer].kind == NodeKind::Switch) attached[h].push_back(peer);
+class ShortestPaths final : public ClassPaths {
+ public:
+  ShortestPaths(const Topology& topo, const std::vector<std::vector<char>>& up)
+      : topo_(topo), up_(up), dist_(topo.nodes.size(), kFar) {}
+  void compute(const std::vector<int>& attached) override {
+    std::fill(dist_.begin(), dist_.end(), kFar);
+    frontier_.clear();
+    for (int s : attached) {
+      dist_[s] = 1;
+      frontier_.push_back(s);
     }
-  }
-  // Switch-to-switch hop counts, one breadth-first search per switch some host hangs off.
-  std::vector<std::vector<int>> sw_dist(n);
-  std::vector<int> frontier;
-  for (int h = 0; h < hosts; ++h) {
-    for (int s : attached[h]) {
-      if (!sw_dist[s].empty()) continue;
-      std::vector<int> d(n, kFar);
-      d[s] = 0;
-      frontier.assign(1, s);
-      for (size_t i = 0; i < frontier.size(); ++i) {
-        const int v = frontier[i];
-        for (int port = 0; port < topo.nodes[v].ports; ++port) {
-          const int w = topo.peer(v, port).node;
-          if (!up[v][port] || topo.nodes[w].kind != NodeKind::Switch || d[w] < kFar) continue;
-          d[w] = d[v] + 1;
-          frontier.push_back(w);
-        }
-      }
-      sw_dist[s] = std::move(d);
-    }
-  }
-  distance.assign(n, std::vector<int>(hosts, kFar));
-  for (int h = 0; h < hosts; ++h) {
-    for (int s : attached[h]) {
-      for (int v = 0; v < n; ++v) {
-        if (topo.nodes[v].kind == NodeKind::Switch && sw_dist[s][v] < kFar) {
-          distance[v][h] = std::min(distance[v][h], sw_dist[s][v] + 1);
-        }
+    for (size_t i = 0; i < frontier_.size(); ++i) {
+      const int v = frontier_[i];
+      for (int port = 0; port < topo_.nodes[v].ports; ++port) {
+        const int w = topo_.peer(v, port).node;
+        if (!up_[v][port] || topo_.nodes[w].kind != NodeKind::Switch || dist_[w] < kFar) continue;
+        dist_[w] = dist_[v] + 1;
+        frontier_.push_back(w);
       }
     }
   }
-  // A host is one hop further than the nearest switch it hangs off.
-  for (int v = 0; v < hosts; ++v) {
-    for (int h = 0; h < hosts; ++h) {
-      if (v == h) {
-        distance[v][h] = 0;
-        continue;
-      }
-      for (int s : attached[v]) distance[v][h] = std::min(distance[v][h], distance[s][h] + 1);
-    }
-  }
-  // A port is a next hop toward h if its neighbour is one hop closer; a host only as the
-  // destination itself (hosts do not forward).
-  struct Next {
-    uint16_t port;
-    int peer;
-    const int* distance;  // the peer switch's distances; null for a host
-  };
-  std::vector<Next> next;  // the working ports of a switch
-  for (int v = hosts; v < n; ++v) {
-    next.clear();
-    for (int port = 0; port < topo.nodes[v].ports; ++port) {
-      const int peer = topo.peer(v, port).node;
-      if (!up[v][port]) continue;
-      next.push_back(
-          {static_cast<uint16_t>(port), peer, peer < hosts ? nullptr : distance[peer].data()});
-    }
-    ForwardingTable& t = tables[v];
-    t.offsets.resize(hosts + 1);
-    const std::vector<int>& own = distance[v];
-    for (int h = 0; h < hosts; ++h) {
-      t.offsets[h] = static_cast<uint32_t>(t.ports.size());
-      if (own[h] >= kFar) continue;
-      for (const Next& x : next) {
-        if (x.distance ? x.distance[h] == own[h] - 1 : x.peer == h) t.ports.push_back(x.port);
-      }
-    }
-    t.offsets[hosts] = static_cast<uint32_t>(t.ports.size());
-  }
-}
+  int distance(int v) const override { return dist_[v]; }
+  bool via(int v, int w) const override { return dist_[w] == dist_[v] - 1; }
+
+ private:
+  const Topology& topo_;
+  const std::vector<std::vector<char>>& up_;
+  std::vector<int> dist_;
+  std::vector<int> frontier_;
+};
 
 // Valley-free (up*/down*) shortest paths. Nodes are ranked by (tier, node index); a move to a
 // higher rank is up, to a lower one down, and a path may not go up after it went down. With
 // one table per destination (no ingress port), a switch that some switch routes down into must
 // itself route only down: such switches are marked and the distances recomputed until no new
 // switch is marked.
-void up_down_paths(const Topology& topo, const std::vector<std::vector<char>>& up,
-                   std::vector<std::vector<int>>& distance, std::vector<ForwardingTable>& tables) {
-  const int n = static_cast<int>(topo.nodes.size());
-  const int hosts = topo.hosts;
-  auto rank_less = [&](int a, int b) {
-    return std::pair(topo.nodes[a].tier, a) < std::pair(topo.nodes[b].tier, b);
-  };
-  std::vector<int> switches;
-  for (int v = hosts; v < n; ++v) switches.push_back(v);
-  std::sort(switches.begin(), switches.end(), rank_less);
-  distance.assign(n, std::vector<int>(hosts, kFar));
-
-  std::vector<int> down(n), any(n);
-  std::vector<char> down_only(n);
-  std::vector<uint16_t> ports;
-  for (int h = 0; h < hosts; ++h) {
-    // down[v]: hops from v to h moving only down.
-    std::fill(down.begin(), down.end(), kFar);
-    down[h] = 0;
-    for (int v : switches) {
-      for (int port = 0; port < topo.nodes[v].ports; ++port) {
-        const int w = topo.peer(v, port).node;
-        if (up[v][port] && rank_less(w, v) && down[w] < kFar) {
-          down[v] = std::min(down[v], down[w] + 1);
+class UpDownPaths final : public ClassPaths {
+ public:
+  UpDownPaths(const Topology& topo, const std::vector<std::vector<char>>& up)
+      : topo_(topo),
+        up_(up),
+        down_(topo.nodes.size()),
+        any_(topo.nodes.size()),
+        down_only_(topo.nodes.size()) {
+    for (int v = topo.hosts; v < static_cast<int>(topo.nodes.size()); ++v) switches_.push_back(v);
+    std::sort(switches_.begin(), switches_.end(), [&](int a, int b) { return rank_less(a, b); });
+  }
+  void compute(const std::vector<int>& attached) override {
+    const int hosts = topo_.hosts;
+    // down[v]: hops from v to the class moving only down (a host's switches: 1).
+    std::fill(down_.begin(), down_.end(), kFar);
+    for (int s : attached) down_[s] = 1;
+    for (int v : switches_) {
+      for (int port = 0; port < topo_.nodes[v].ports; ++port) {
+        const int w = topo_.peer(v, port).node;
+        if (up_[v][port] && w >= hosts && rank_less(w, v) && down_[w] < kFar) {
+          down_[v] = std::min(down_[v], down_[w] + 1);
         }
       }
     }
-    std::fill(down_only.begin(), down_only.end(), 0);
+    std::fill(down_only_.begin(), down_only_.end(), 0);
     for (;;) {
-      // any[v]: hops from v to h going up, then down (down only at a marked switch).
-      std::fill(any.begin(), any.end(), kFar);
-      for (auto it = switches.rbegin(); it != switches.rend(); ++it) {
+      // any[v]: hops from v to the class going up, then down (down only at a marked switch).
+      std::fill(any_.begin(), any_.end(), kFar);
+      for (auto it = switches_.rbegin(); it != switches_.rend(); ++it) {
         const int v = *it;
-        any[v] = down[v];
-        if (down_only[v]) continue;
-        for (int port = 0; port < topo.nodes[v].ports; ++port) {
-          const int w = topo.peer(v, port).node;
-          if (up[v][port] && rank_less(v, w) && any[w] < kFar) {
-            any[v] = std::min(any[v], any[w] + 1);
+        any_[v] = down_[v];
+        if (down_only_[v]) continue;
+        for (int port = 0; port < topo_.nodes[v].ports; ++port) {
+          const int w = topo_.peer(v, port).node;
+          if (up_[v][port] && rank_less(v, w) && any_[w] < kFar) {
+            any_[v] = std::min(any_[v], any_[w] + 1);
           }
         }
       }
       bool marked = false;
-      for (int v : switches) {
-        if (any[v] >= kFar) continue;
-        for (int port = 0; port < topo.nodes[v].ports; ++port) {
-          const int w = topo.peer(v, port).node;
-          if (up[v][port] && w >= hosts && rank_less(w, v) && down[w] + 1 == any[v] &&
-              !down_only[w]) {
-            down_only[w] = 1;
+      for (int v : switches_) {
+        if (any_[v] >= kFar) continue;
+        for (int port = 0; port < topo_.nodes[v].ports; ++port) {
+          const int w = topo_.peer(v, port).node;
+          if (up_[v][port] && w >= hosts && rank_less(w, v) && down_[w] + 1 == any_[v] &&
+              !down_only_[w]) {
+            down_only_[w] = 1;
             marked = true;
           }
         }
       }
       if (!marked) break;
     }
-    for (int v = hosts; v < n; ++v) {
-      distance[v][h] = any[v];
-      ports.clear();
-      for (int port = 0; any[v] < kFar && port < topo.nodes[v].ports; ++port) {
-        const int w = topo.peer(v, port).node;
-        if (!up[v][port]) continue;
-        if (w < hosts && w != h) continue;  // hosts do not forward
-        const bool via =
-            rank_less(w, v) ? down[w] + 1 == any[v] : !down_only[v] && any[w] + 1 == any[v];
-        if (via) ports.push_back(static_cast<uint16_t>(port));
-      }
-      append(tables[v], ports.data(), ports.size());
-    }
-    for (int s = 0; s < hosts; ++s) {
-      if (s == h) {
-        distance[s][h] = 0;
-        continue;
-      }
-      for (int port = 0; port < topo.nodes[s].ports; ++port) {
-        const int w = topo.peer(s, port).node;
-        if (up[s][port] && w >= hosts) distance[s][h] = std::min(distance[s][h], any[w] + 1);
-      }
-    }
   }
-  for (int v = hosts; v < n; ++v) close(tables[v]);
-}
-
-// The entries of `t` (offsets and ports) as one port list per entry.
-std::vector<std::vector<uint16_t>> unpack(const std::vector<uint32_t>& offsets,
-                                          const std::vector<uint16_t>& ports) {
-  std::vector<std::vector<uint16_t>> entries(offsets.size() - 1);
-  for (size_t i = 0; i + 1 < offsets.size(); ++i) {
-    entries[i].assign(ports.begin() + offsets[i], ports.begin() + offsets[i + 1]);
+  int distance(int v) const override { return any_[v]; }
+  bool via(int v, int w) const override {
+    return rank_less(w, v) ? down_[w] + 1 == any_[v] : !down_only_[v] && any_[w] + 1 == any_[v];
   }
-  return entries;
-}
 
-void pack(const std::vector<std::vector<uint16_t>>& entries, std::vector<uint32_t>& offsets,
-          std::vector<uint16_t>& ports) {
-  offsets.clear();
-  ports.clear();
-  for (const auto& e : entries) {
-    offsets.push_back(static_cast<uint32_t>(ports.size()));
-    ports.insert(ports.end(), e.begin(), e.end());
+ private:
+  bool rank_less(int a, int b) const {
+    return std::pair(topo_.nodes[a].tier, a) < std::pair(topo_.nodes[b].tier, b);
   }
-  offsets.push_back(static_cast<uint32_t>(ports.size()));
-}
+  const Topology& topo_;
+  const std::vector<std::vector<char>>& up_;
+  std::vector<int> switches_;  // by rank
+  std::vector<int> down_, any_;
+  std::vector<char> down_only_;
+};
 
-// Static routes, in order, over the computed entries of switch `v`: per priority where one names
-// a priority (the switch then gets a per-priority table). A route whose next hops are all down
-// is withdrawn.
+// Static routes, in order, over the computed entries of switch `v` (`entries`, per host): per
+// priority where one names a priority (`per_priority`, hosts x kPriorities, then filled). A
+// route whose next hops are all down is withdrawn. Static routes keep each host's distance.
 void apply_static_routes(const Topology& topo, const std::vector<std::vector<char>>& up,
-                         const std::vector<const StaticRoute*>& routes, ForwardingTable& t) {
+                         const std::vector<const StaticRoute*>& routes, ForwardingTableBuilder& b,
+                         std::vector<uint32_t>& entries, std::vector<uint32_t>& per_priority) {
   const int v = routes.front()->node;
   const int hosts = topo.hosts;
-  std::vector<std::vector<uint16_t>> entries = unpack(t.offsets, t.ports);
-  std::vector<std::vector<uint16_t>> per_priority;  // [dst * kPriorities + priority]
+  std::vector<uint16_t> ports;
   for (const StaticRoute* route : routes) {
-    std::vector<uint16_t> ports;
+    ports.clear();
     for (int port = 0; port < topo.nodes[v].ports; ++port) {
       const int w = topo.peer(v, port).node;
       if (up[v][port] &&
@@ -493,13 +461,14 @@ void apply_static_routes(const Topology& topo, const std::vector<std::vector<cha
       }
     }
     auto apply = [&](int d) {
+      const uint32_t e = b.entry(ports, b.distance(entries[d]));
       if (route->priority < 0) {
-        entries[d] = ports;
+        entries[d] = e;
         for (int q = 0; q < kPriorities && !per_priority.empty(); ++q) {
-          per_priority[d * kPriorities + q] = ports;
+          per_priority[d * kPriorities + q] = e;
         }
       } else {
-        per_priority[d * kPriorities + route->priority] = ports;
+        per_priority[d * kPriorities + route->priority] = e;
       }
     };
     if (route->dst.empty()) {
@@ -508,53 +477,202 @@ void apply_static_routes(const Topology& topo, const std::vector<std::vector<cha
       for (int d : route->dst) apply(d);
     }
   }
-  pack(entries, t.offsets, t.ports);
-  if (!per_priority.empty()) pack(per_priority, t.priority_offsets, t.priority_ports);
+}
+
+// Switch `v`'s priority rewrites (empty: none).
+std::vector<uint8_t> rewrites_of(const Topology& topo, const RoutingPolicy& policy, int v) {
+  std::vector<uint8_t> rewrites;
+  const int ports = topo.nodes[v].ports;
+  for (const PriorityRewrite& rw : policy.rewrites) {
+    if (rw.node != v) continue;
+    if (rewrites.empty()) {
+      rewrites.resize(static_cast<size_t>(ports) * kPriorities);
+      for (int port = 0; port < ports; ++port) {
+        for (int q = 0; q < kPriorities; ++q) {
+          rewrites[port * kPriorities + q] = static_cast<uint8_t>(q);
+        }
+      }
+    }
+    for (int port = 0; port < ports; ++port) {
+      if (rw.from >= 0 && topo.peer(v, port).node != rw.from) continue;
+      rewrites[port * kPriorities + rw.priority] = static_cast<uint8_t>(rw.to);
+    }
+  }
+  return rewrites;
 }
 
 }  // namespace
 
 RoutingTable compute_routes(const Topology& topo, const RoutingPolicy& policy,
-                            const std::vector<bool>& link_up) {
+                            const std::vector<bool>& link_up, int direct_hosts_limit) {
   const int n = static_cast<int>(topo.nodes.size());
   const int hosts = topo.hosts;
+  const int switches = n - hosts;
   const std::vector<std::vector<char>> up = ports_up(topo, link_up);
-  RoutingTable rt;
-  rt.tables_.resize(n);
+  const HostClasses hc = host_classes(topo, up);
+  const int classes = static_cast<int>(hc.switches.size());
+  std::unique_ptr<ClassPaths> paths;
   if (policy.algorithm == RoutingAlgorithm::UpDown) {
-    up_down_paths(topo, up, rt.distance_, rt.tables_);
+    paths = std::make_unique<UpDownPaths>(topo, up);
   } else {
-    shortest_paths(topo, up, rt.distance_, rt.tables_);
+    paths = std::make_unique<ShortestPaths>(topo, up);
   }
-  for (int s = 0; s < hosts; ++s) {
-    for (int d = 0; d < hosts; ++d) {
-      if (s != d && rt.distance_[s][d] >= kFar) rt.unreachable_.emplace_back(s, d);
-    }
-  }
-  if (policy.algorithm == RoutingAlgorithm::Static) {
-    std::vector<std::vector<const StaticRoute*>> by_switch(n);
-    for (const StaticRoute& route : policy.routes) by_switch[route.node].push_back(&route);
+
+  // Per class, every switch's entry toward it (switches it hangs off excepted: there each host
+  // has its own), and the distance from every class's hosts to it.
+  std::vector<ForwardingTableBuilder> builders;
+  builders.reserve(switches);
+  for (int v = 0; v < switches; ++v) builders.emplace_back(hosts);
+  std::vector<uint32_t> class_entry(static_cast<size_t>(classes) * switches);
+  RoutingTable rt;
+  std::vector<std::pair<int, int>> unreachable_classes;  // (source class, destination class)
+  std::vector<uint16_t> ports;
+  for (int c = 0; c < classes; ++c) {
+    paths->compute(hc.switches[c]);
     for (int v = hosts; v < n; ++v) {
-      if (!by_switch[v].empty()) apply_static_routes(topo, up, by_switch[v], rt.tables_[v]);
+      if (hc.attached(c, v)) continue;
+      const int d = paths->distance(v);
+      ports.clear();
+      for (int port = 0; d < kFar && port < topo.nodes[v].ports; ++port) {
+        const int w = topo.peer(v, port).node;
+        if (up[v][port] && w >= hosts && paths->via(v, w)) {
+          ports.push_back(static_cast<uint16_t>(port));
+        }
+      }
+      class_entry[static_cast<size_t>(c) * switches + (v - hosts)] =
+          builders[v - hosts].entry(ports, d);
+    }
+    // A host of class `from` reaches one of `c` through the nearest switch it hangs off.
+    for (int from = 0; from < classes; ++from) {
+      if (from == c && hc.hosts[c].size() < 2) continue;  // no pair of different hosts
+      int d = kFar;
+      for (int s : hc.switches[from]) d = std::min(d, paths->distance(s) + 1);
+      if (d >= kFar) {
+        unreachable_classes.emplace_back(from, c);
+      } else {
+        rt.longest_distance_ = std::max(rt.longest_distance_, d);
+      }
     }
   }
-  for (const PriorityRewrite& rw : policy.rewrites) {
-    ForwardingTable& t = rt.tables_[rw.node];
-    const int ports = topo.nodes[rw.node].ports;
-    if (t.rewrites.empty()) {
-      t.rewrites.resize(static_cast<size_t>(ports) * kPriorities);
-      for (int port = 0; port < ports; ++port) {
+
+  std::vector<std::vector<const StaticRoute*>> static_routes(n);
+  if (policy.algorithm == RoutingAlgorithm::Static) {
+    for (const StaticRoute& route : policy.routes) static_routes[route.node].push_back(&route);
+  }
+  // Blocks: runs of consecutive hosts of one class (a leaf's hosts, in every builder).
+  std::vector<std::pair<int, int>> blocks;  // (first host, class)
+  for (int h = 0; h < hosts; ++h) {
+    if (h == 0 || hc.class_of[h] != hc.class_of[h - 1]) blocks.emplace_back(h, hc.class_of[h]);
+  }
+  blocks.emplace_back(hosts, -1);
+  rt.hosts_ = hosts;
+  rt.tables_.resize(switches);
+  ForwardingTableBuilder::Runs runs;
+  std::vector<ForwardingTableBuilder::Runs> per_priority;
+  std::vector<uint32_t> entries;
+  for (int v = hosts; v < n; ++v) {
+    ForwardingTableBuilder& b = builders[v - hosts];
+    const uint32_t* of_class = class_entry.data() + (v - hosts);
+    runs.clear();
+    auto add = [&](int first, uint32_t e) {
+      if (runs.empty() || runs.back().second != e) runs.emplace_back(first, e);
+    };
+    for (size_t i = 0; i + 1 < blocks.size(); ++i) {
+      const auto [first, c] = blocks[i];
+      if (!hc.attached(c, v)) {
+        add(first, of_class[static_cast<size_t>(c) * switches]);
+        continue;
+      }
+      // A switch the hosts hang off delivers each on its own ports to it.
+      for (int h = first; h < blocks[i + 1].first; ++h) {
+        ports.clear();
+        for (uint32_t j = hc.local_first[h]; j < hc.local_first[h + 1]; ++j) {
+          if (hc.local[j].first == v) ports.push_back(hc.local[j].second);
+        }
+        add(h, b.entry(ports, 1));
+      }
+    }
+    per_priority.clear();
+    if (!static_routes[v].empty()) {
+      entries.resize(hosts);
+      for (size_t i = 0; i < runs.size(); ++i) {
+        const int end = i + 1 < runs.size() ? static_cast<int>(runs[i + 1].first) : hosts;
+        std::fill(entries.begin() + runs[i].first, entries.begin() + end, runs[i].second);
+      }
+      std::vector<uint32_t> priority_entries;
+      apply_static_routes(topo, up, static_routes[v], b, entries, priority_entries);
+      runs = ForwardingTableBuilder::runs_of(entries);
+      if (!priority_entries.empty()) {
+        std::vector<uint32_t> one(hosts);
         for (int q = 0; q < kPriorities; ++q) {
-          t.rewrites[port * kPriorities + q] = static_cast<uint8_t>(q);
+          for (int h = 0; h < hosts; ++h) one[h] = priority_entries[h * kPriorities + q];
+          per_priority.push_back(ForwardingTableBuilder::runs_of(one));
         }
       }
     }
-    for (int port = 0; port < ports; ++port) {
-      if (rw.from >= 0 && topo.peer(rw.node, port).node != rw.from) continue;
-      t.rewrites[port * kPriorities + rw.priority] = static_cast<uint8_t>(rw.to);
+    rt.tables_[v - hosts] =
+        b.finish(runs, per_priority, hosts > direct_hosts_limit, rewrites_of(topo, policy, v));
+  }
+
+  rt.attach_first_.assign(1, 0);
+  for (int h = 0; h < hosts; ++h) {
+    for (uint32_t i = hc.local_first[h]; i < hc.local_first[h + 1]; ++i) {
+      const int s = hc.local[i].first;
+      if (rt.attached_.size() == rt.attach_first_.back() || rt.attached_.back() != s) {
+        rt.attached_.push_back(s);
+      }
+    }
+    rt.attach_first_.push_back(static_cast<uint32_t>(rt.attached_.size()));
+  }
+  if (!unreachable_classes.empty()) {
+    std::vector<std::vector<int>> to(classes);  // destination classes each class cannot reach
+    for (const auto& [from, c] : unreachable_classes) to[from].push_back(c);
+    std::vector<int> dsts;
+    for (int s = 0; s < hosts; ++s) {
+      dsts.clear();
+      for (int c : to[hc.class_of[s]]) {
+        for (int d : hc.hosts[c]) {
+          if (d != s) dsts.push_back(d);
+        }
+      }
+      std::sort(dsts.begin(), dsts.end());
+      for (int d : dsts) rt.unreachable_.emplace_back(s, d);
     }
   }
   return rt;
+}
+
+const ForwardingTable RoutingTable::kNoTable{};
+
+int RoutingTable::distance(int node, int dst_host) const {
+  int d = kFar;
+  if (node == dst_host) {
+    d = 0;
+  } else if (node < hosts_) {  // a host: one hop to the nearest switch it hangs off
+    for (uint32_t i = attach_first_[node]; i < attach_first_[node + 1]; ++i) {
+      d = std::min(d, table(attached_[i]).distance(dst_host) + 1);
+    }
+  } else {
+    d = table(node).distance(dst_host);
+  }
+  return d >= kFar ? -1 : d;
+}
+
+void RoutingTable::set_next_hops(int node, const std::vector<std::vector<uint16_t>>& per_host) {
+  const ForwardingTable& old = table(node);
+  std::vector<int> distance(per_host.size());
+  for (size_t h = 0; h < per_host.size(); ++h) distance[h] = old.distance(static_cast<int>(h));
+  ForwardingTable t = ForwardingTable::from_hops(per_host, distance);
+  t.rewrites = old.rewrites;
+  tables_[node - hosts_] = std::move(t);
+}
+
+size_t RoutingTable::memory_bytes() const {
+  size_t bytes = sizeof(ForwardingTable) * tables_.size() +
+                 sizeof(uint32_t) * attach_first_.size() + sizeof(int) * attached_.size() +
+                 sizeof(std::pair<int, int>) * unreachable_.size();
+  for (const ForwardingTable& t : tables_) bytes += t.memory_bytes();
+  return bytes;
 }
 
 RoutingTable::RoutingTable(const Topology& topo) {

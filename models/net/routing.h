@@ -4,6 +4,11 @@
 // of a whole topology for a given set of working links; a switch owns a copy of its own, so
 // that one switch's entries can change during a run (after a link failure or recovery) without
 // touching any other. Hosts never forward.
+//
+// The computation works per destination class (the hosts hanging off the same set of switches:
+// the hosts of one rack): they have the same next hops at every switch but those, so one search
+// per class serves them all, and nothing of size switches x hosts is ever held (see
+// forwarding_table.h for how a switch stores its entries).
 #pragma once
 
 #include <cstdint>
@@ -12,42 +17,9 @@
 #include <vector>
 
 #include "models/fabric/topology.h"
+#include "models/net/forwarding_table.h"
 
 namespace fabtwin {
-
-// One switch's forwarding entries.
-struct ForwardingTable {
-  std::vector<uint32_t> offsets;  // hosts + 1 entries into `ports` (empty at a host)
-  std::vector<uint16_t> ports;
-  // Per-priority entries, only at a switch where a static route names a priority:
-  // hosts x kPriorities + 1 offsets into `priority_ports` (entry dst * kPriorities + priority).
-  // Empty everywhere else, so that the common case stays one lookup by destination.
-  std::vector<uint32_t> priority_offsets;
-  std::vector<uint16_t> priority_ports;
-  // Tagger-style priority rewrite: entry in_port * kPriorities + priority is the priority a
-  // frame that arrived on that port with that priority leaves on. Empty: identity everywhere.
-  std::vector<uint8_t> rewrites;
-
-  // The priority-blind entry (what every priority uses unless a static route names one).
-  std::span<const uint16_t> next_hops(int dst_host) const {
-    const uint32_t begin = offsets[dst_host];
-    return {ports.data() + begin, offsets[dst_host + 1] - begin};
-  }
-  // The egress ports toward `dst_host` of a frame of `priority`; empty: no route.
-  std::span<const uint16_t> next_hops(int dst_host, int priority) const {
-    if (priority_offsets.empty()) return next_hops(dst_host);
-    const size_t i = static_cast<size_t>(dst_host) * kPriorities + static_cast<size_t>(priority);
-    const uint32_t begin = priority_offsets[i];
-    return {priority_ports.data() + begin, priority_offsets[i + 1] - begin};
-  }
-  // The priority a frame that arrived on `in_port` with `priority` leaves with.
-  int rewrite(int in_port, int priority) const {
-    if (rewrites.empty()) return priority;
-    return rewrites[static_cast<size_t>(in_port) * kPriorities + static_cast<size_t>(priority)];
-  }
-
-  bool operator==(const ForwardingTable&) const = default;
-};
 
 enum class RoutingAlgorithm : uint8_t { ShortestPath, UpDown, Static };
 const char* routing_algorithm_name(RoutingAlgorithm a);
@@ -99,34 +71,44 @@ class RoutingTable {
   // another (compute_routes reports that instead).
   explicit RoutingTable(const Topology& topology);
 
-  const ForwardingTable& table(int node) const { return tables_[node]; }
-  // Replaces one switch's entries (hand-built routes, e.g. in tests); distances stay shortest.
-  void set_table(int node, ForwardingTable table) { tables_[node] = std::move(table); }
+  // Switch `node`'s table; a host's is empty (hosts do not forward).
+  const ForwardingTable& table(int node) const {
+    return node < hosts_ ? kNoTable : tables_[node - hosts_];
+  }
+  // Replaces one switch's next hops (hand-built routes, e.g. in tests): per_host[h] toward
+  // host h. Distances and priority rewrites stay.
+  void set_next_hops(int node, const std::vector<std::vector<uint16_t>>& per_host);
   std::span<const uint16_t> next_hops(int node, int dst_host) const {
-    return tables_[node].next_hops(dst_host);
+    return table(node).next_hops(dst_host);
   }
   std::span<const uint16_t> next_hops(int node, int dst_host, int priority) const {
-    return tables_[node].next_hops(dst_host, priority);
+    return table(node).next_hops(dst_host, priority);
   }
   int rewrite(int node, int in_port, int priority) const {
-    return tables_[node].rewrite(in_port, priority);
+    return table(node).rewrite(in_port, priority);
   }
   // Hops (links) from `node` to `dst_host` along the policy's paths (shortest paths, or
   // valley-free ones for up_down; static routes do not change it); -1 when unreachable.
-  int distance(int node, int dst_host) const {
-    const int d = distance_[node][dst_host];
-    return d >= kFar ? -1 : d;
-  }
+  int distance(int node, int dst_host) const;
   // (source host, destination host) pairs with no path under the policy, in host order.
   const std::vector<std::pair<int, int>>& unreachable() const { return unreachable_; }
+  // The most hops between two different hosts with a path; 0 when there are none.
+  int longest_distance() const { return longest_distance_; }
+  // Heap bytes of every table and of the host attachments (sizes, not capacities).
+  size_t memory_bytes() const;
 
  private:
-  static constexpr int kFar = 1 << 29;
   friend RoutingTable compute_routes(const Topology&, const RoutingPolicy&,
-                                     const std::vector<bool>&);
-  std::vector<ForwardingTable> tables_;
-  std::vector<std::vector<int>> distance_;  // [node][host]
+                                     const std::vector<bool>&, int);
+  static const ForwardingTable kNoTable;
+  int hosts_ = 0;
+  std::vector<ForwardingTable> tables_;  // [switch node - hosts]
+  // The switches each host hangs off over working links: attached_[attach_first_[h] ..
+  // attach_first_[h + 1]).
+  std::vector<uint32_t> attach_first_;
+  std::vector<int> attached_;
   std::vector<std::pair<int, int>> unreachable_;
+  int longest_distance_ = 0;
 
  public:
   bool operator==(const RoutingTable&) const = default;
@@ -134,9 +116,12 @@ class RoutingTable {
 
 // The tables `policy` gives every switch of `topology` when only the links with
 // link_up[i] (indexed like topology.links) work. Never throws for an unreachable destination:
-// its entries are empty and unreachable() lists the pairs.
+// its entries are empty and unreachable() lists the pairs. A fabric of more than
+// `direct_hosts_limit` hosts maps destinations by runs of hosts where that is smaller (see
+// HostEntryMap); the next hops are the same either way.
 RoutingTable compute_routes(const Topology& topology, const RoutingPolicy& policy,
-                            const std::vector<bool>& link_up);
+                            const std::vector<bool>& link_up,
+                            int direct_hosts_limit = kDirectHostsLimit);
 
 // ECMP choice among `n` equal-cost ports for a flow hash at one switch.
 inline uint32_t ecmp_pick(uint32_t flow_hash, uint32_t switch_salt, uint32_t n) {

@@ -9,11 +9,7 @@ using namespace switch_handler;
 namespace {
 // Whether a table needs the checked path: per-priority entries, rewrites or a missing route.
 bool needs_checks(const ForwardingTable& t) {
-  if (!t.priority_offsets.empty() || !t.rewrites.empty()) return true;
-  for (size_t i = 0; i + 1 < t.offsets.size(); ++i) {
-    if (t.offsets[i] == t.offsets[i + 1]) return true;
-  }
-  return false;
+  return t.has_priority_routes() || !t.rewrites.empty() || t.has_missing_route();
 }
 }  // namespace
 
