@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/program_options.hpp>
 #include <chrono>
 #include <cmath>
@@ -266,6 +267,27 @@ int command_sweep(const std::vector<std::string>& args, Transport* transport) {
     const auto it = records.find(s.tasks[point * n_seeds + seed].key);
     return it == records.end() ? nullptr : &it->second;
   });
+  // A metric no run measured (a group no run has, such as a misspelt generator): say so.
+  for (size_t m = 0; m < table.metrics.size(); ++m) {
+    if (std::any_of(table.rows.begin(), table.rows.end(),
+                    [&](const TableRow& r) { return std::isfinite(r.metrics[m].mean); }))
+      continue;
+    std::cerr << "fabtwin sweep: warning: metrics: no run measured \"" << table.metrics[m]
+              << "\"; its columns are empty";
+    const std::string& name = table.metrics[m];
+    const size_t dot = name.find('.');
+    if (dot != std::string::npos && !records.empty()) {
+      std::string groups;
+      const nlohmann::json& first = records.begin()->second["metrics"];
+      const auto it = first.find(name.substr(0, dot));
+      if (it != first.end() && it->is_object()) {
+        for (const auto& [group, value] : it->items())
+          groups += (groups.empty() ? "" : ", ") + group;
+      }
+      std::cerr << " (groups a run has: " << (groups.empty() ? "none" : groups) << ")";
+    }
+    std::cerr << "\n";
+  }
   write_text_atomically(dir / "table.csv", table_csv(table));
   write_table_h5(table, dir / "table.h5", std::filesystem::absolute(file).string(), kVersion);
 
