@@ -179,6 +179,9 @@ int command_sweep(const std::vector<std::string>& args, Transport* transport) {
   const bool point_results = vm.count("point-results") > 0;
   // Two points with the same scenario run once: the runs are the distinct keys, in task order.
   std::vector<size_t> mine;
+  // This rank's share found stored: sent to rank 0 too, whose folder may lack them (a sweep
+  // killed after this rank stored them and before it sent them).
+  std::vector<size_t> mine_stored;
   std::set<std::string> seen;
   size_t stored_before = 0, distinct = 0;
   for (size_t i = 0; i < s.tasks.size(); ++i) {
@@ -187,10 +190,12 @@ int command_sweep(const std::vector<std::string>& args, Transport* transport) {
     const size_t index = distinct++;
     std::optional<nlohmann::json> r = store.load(t.key);
     if (r && point_results && !std::filesystem::exists(store.result_path(t.key))) r.reset();
+    const bool my_share = static_cast<int>(index % static_cast<size_t>(ranks)) == rank;
     if (r) {
       records[t.key] = std::move(*r);
       ++stored_before;
-    } else if (static_cast<int>(index % static_cast<size_t>(ranks)) == rank) {
+      if (my_share) mine_stored.push_back(i);
+    } else if (my_share) {
       mine.push_back(i);
     }
   }
@@ -250,7 +255,9 @@ int command_sweep(const std::vector<std::string>& args, Transport* transport) {
   // does not see them, as on ranks without a shared folder).
   if (transport != nullptr && transport->ranks() > 1) {
     nlohmann::json mine_json = nlohmann::json::array();
-    for (size_t i : mine) mine_json.push_back(records[s.tasks[i].key]);
+    for (const std::vector<size_t>* share : {&mine, &mine_stored}) {
+      for (size_t i : *share) mine_json.push_back(records[s.tasks[i].key]);
+    }
     const std::vector<std::string> all = transport->gather(mine_json.dump());
     if (!root) return 0;
     for (const std::string& text : all) {
