@@ -384,3 +384,94 @@ TEST_CASE(
   std::filesystem::remove_all(one);
   std::filesystem::remove_all(two);
 }
+
+TEST_CASE("bad values in a sweep file are refused naming the key, what was expected and found",
+          "[sweep]") {
+  auto with = [](const std::string& key, const json& value) {
+    json j = tiny_sweep();
+    j[key] = value;
+    return j;
+  };
+  auto axes = [&](const char* text) { return with("axes", json::parse(text)); };
+  // A metric listed twice would give the table two columns of one name.
+  refused(
+      [&] {
+        sweep_of(with("metrics", {"throughput_bps", "drops", "throughput_bps"}));
+      },
+      {"metrics[2]", "\"throughput_bps\" is listed twice"});
+  // A tie's factor is a number above 0.
+  for (const char* times : {"0", "-4", "\"4\""}) {
+    refused(
+        [&] {
+          sweep_of(axes((std::string(R"([{"path": "a.kmin", "values": ["5KB"]},
+                   {"path": "a.kmax", "tie": {"to": "a.kmin", "times": )") +
+                         times + "}}]")
+                            .c_str()));
+        },
+        {"axes[1].tie.times", "above 0", std::string("found ") + times});
+  }
+  // strtod reads "inf", "nan" and hexadecimal: none is a range end.
+  for (const char* end : {"inf", "nan", "1e999", "0x10"}) {
+    json j = tiny_sweep();
+    j["axes"] = {
+        {{"path", "nic.cc.dce_tcp_g"}, {"range", {{"from", 1}, {"to", end}, {"steps", 3}}}}};
+    refused([&] { sweep_of(j); }, {"axes[0].range.to", "a number or a quantity", end});
+  }
+  // run.seed belongs to `seeds`: an axis or a fixed value over it would be overwritten.
+  refused([&] { sweep_of(axes(R"([{"path": "run.seed", "values": [1, 2]}])")); },
+          {"axes[0].path", "run.seed is set by \"seeds\""});
+  refused([&] { sweep_of(with("set", {{"run.seed", 5}})); }, {"set.run.seed", "found 5"});
+  // What was found, in messages that named only the key.
+  refused(
+      [&] {
+        sweep_of(axes(
+            R"([{"path": "a.b", "range": {"from": 0, "to": 8, "steps": 3, "scale": "log"}}])"));
+      },
+      {"axes[0].range", "above 0", "found 0 and 8"});
+  refused(
+      [&] {
+        sweep_of(with("design", {{"type", "random"}, {"points", 0}}));
+      },
+      {"design.points", "found 0"});
+  refused([&] { sweep_of(with("seeds", 0)); }, {"at seeds", "found 0"});
+  refused([&] { sweep_of(with("seeds", json::array())); }, {"at seeds", "found []"});
+  refused([&] { sweep_of(with("seeds", {3, -1})); }, {"seeds[1]", "found -1"});
+  refused([&] { sweep_of(with("metrics", {"drops", 7})); }, {"metrics[1]", "found 7"});
+  refused([&] { sweep_of(with("axes", json::object())); }, {"at axes", "found {}"});
+  // A grouped metric needs a group.
+  refused([&] { prepare_sweep(sweep_of(with("metrics", {"fct_p99_ps_by_generator."})), {}); },
+          {"metrics[0]", "found \"fct_p99_ps_by_generator.\""});
+}
+
+TEST_CASE("a constraint that cannot be evaluated names the constraint and the point", "[sweep]") {
+  json j = tiny_sweep();
+  j["constraints"] = {"fabric.ecn.kmin < 1MB", "fabric.ecn.no_such_knob < 1MB"};
+  const json base = load_scenario(kData / "tiny.json").root;
+  refused([&] { expand(sweep_of(j), base); },
+          {"at constraints[1]", "point 0", "no value at fabric.ecn.no_such_knob"});
+  j["constraints"] = {"fabric.ecn.kmin < description"};
+  refused([&] { expand(sweep_of(j), base); }, {"at constraints[0]", "not a number or quantity"});
+}
+
+TEST_CASE("a sweep says when no run measured one of its metrics", "[sweep][slow]") {
+  const auto dir = fresh_dir("unmeasured");
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(kData / "tiny.json", dir / "tiny.json");
+  json j = tiny_sweep();
+  j["metrics"] = {"throughput_bps", "fct_p99_ps_by_generator.9"};
+  std::ofstream(dir / "x.sweep.json") << j.dump();
+  std::stringstream said, warned;
+  struct Restore {
+    std::ostream& stream;
+    std::streambuf* old;
+    ~Restore() { stream.rdbuf(old); }
+  } restore_out{std::cout, std::cout.rdbuf(said.rdbuf())},
+      restore_err{std::cerr, std::cerr.rdbuf(warned.rdbuf())};
+  REQUIRE(command_sweep({(dir / "x.sweep.json").string()}, nullptr) == 0);
+  const std::string text = warned.str();
+  INFO(text);
+  CHECK(text.find("no run measured \"fct_p99_ps_by_generator.9\"") != std::string::npos);
+  CHECK(text.find("(groups a run has: 0") != std::string::npos);
+  CHECK(text.find("throughput_bps") == std::string::npos);
+  std::filesystem::remove_all(dir);
+}

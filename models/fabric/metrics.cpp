@@ -384,6 +384,15 @@ MetricGroups each(const std::map<std::string, FlowSet>& groups, Value value) {
   return out;
 }
 
+// One member of each completed collective row, by row number ("0", "1", ...).
+MetricGroups by_completed_row(const RunResult& r, double CollectiveRow::*member) {
+  MetricGroups out;
+  for (size_t i = 0; i < r.collectives.size(); ++i) {
+    if (r.collectives[i].time_us > 0) out[std::to_string(i)] = r.collectives[i].*member;
+  }
+  return out;
+}
+
 Metric scalar(std::string name, std::string unit, std::string args, std::string meaning,
               std::function<double(const RunResult&, const Args&)> value) {
   return {std::move(name),    std::move(unit),  std::move(args),
@@ -614,27 +623,15 @@ std::vector<Metric> build_catalogue() {
                        return completed_collective(r, a.value("row", int64_t{0})).busbw /
                               a.value("divide_by", 1.0);
                      }));
-  c.push_back(grouped("collective_time_us_by_row", "µs",
-                      "Time of one iteration of each completed collective row (nccl-tests' time; "
-                      "rows \"0\", \"1\", ... as in /collectives).",
-                      [](const RunResult& r) {
-                        MetricGroups out;
-                        for (size_t i = 0; i < r.collectives.size(); ++i) {
-                          if (r.collectives[i].time_us > 0)
-                            out[std::to_string(i)] = r.collectives[i].time_us;
-                        }
-                        return out;
-                      }));
-  c.push_back(grouped("collective_busbw_by_row", "GB/s",
-                      "Bus bandwidth (nccl-tests' busbw) of each completed collective row.",
-                      [](const RunResult& r) {
-                        MetricGroups out;
-                        for (size_t i = 0; i < r.collectives.size(); ++i) {
-                          if (r.collectives[i].time_us > 0)
-                            out[std::to_string(i)] = r.collectives[i].busbw;
-                        }
-                        return out;
-                      }));
+  c.push_back(
+      grouped("collective_time_us_by_row", "µs",
+              "Time of one iteration of each completed collective row (nccl-tests' time; "
+              "rows \"0\", \"1\", ... as in /collectives).",
+              [](const RunResult& r) { return by_completed_row(r, &CollectiveRow::time_us); }));
+  c.push_back(
+      grouped("collective_busbw_by_row", "GB/s",
+              "Bus bandwidth (nccl-tests' busbw) of each completed collective row.",
+              [](const RunResult& r) { return by_completed_row(r, &CollectiveRow::busbw); }));
   c.push_back(scalar("ring_tree_crossover_log2", "", "ring, tree",
                      "log2 of the smallest size from which generator `ring` beats generator "
                      "`tree` at every larger size of their sweep.",

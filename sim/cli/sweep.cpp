@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/program_options.hpp>
 #include <chrono>
 #include <cmath>
@@ -178,6 +179,9 @@ int command_sweep(const std::vector<std::string>& args, Transport* transport) {
   const bool point_results = vm.count("point-results") > 0;
   // Two points with the same scenario run once: the runs are the distinct keys, in task order.
   std::vector<size_t> mine;
+  // This rank's share found stored: sent to rank 0 too, whose folder may lack them (a sweep
+  // killed after this rank stored them and before it sent them).
+  std::vector<size_t> mine_stored;
   std::set<std::string> seen;
   size_t stored_before = 0, distinct = 0;
   for (size_t i = 0; i < s.tasks.size(); ++i) {
@@ -186,10 +190,12 @@ int command_sweep(const std::vector<std::string>& args, Transport* transport) {
     const size_t index = distinct++;
     std::optional<nlohmann::json> r = store.load(t.key);
     if (r && point_results && !std::filesystem::exists(store.result_path(t.key))) r.reset();
+    const bool my_share = static_cast<int>(index % static_cast<size_t>(ranks)) == rank;
     if (r) {
       records[t.key] = std::move(*r);
       ++stored_before;
-    } else if (static_cast<int>(index % static_cast<size_t>(ranks)) == rank) {
+      if (my_share) mine_stored.push_back(i);
+    } else if (my_share) {
       mine.push_back(i);
     }
   }
@@ -249,7 +255,9 @@ int command_sweep(const std::vector<std::string>& args, Transport* transport) {
   // does not see them, as on ranks without a shared folder).
   if (transport != nullptr && transport->ranks() > 1) {
     nlohmann::json mine_json = nlohmann::json::array();
-    for (size_t i : mine) mine_json.push_back(records[s.tasks[i].key]);
+    for (const std::vector<size_t>* share : {&mine, &mine_stored}) {
+      for (size_t i : *share) mine_json.push_back(records[s.tasks[i].key]);
+    }
     const std::vector<std::string> all = transport->gather(mine_json.dump());
     if (!root) return 0;
     for (const std::string& text : all) {
@@ -266,6 +274,27 @@ int command_sweep(const std::vector<std::string>& args, Transport* transport) {
     const auto it = records.find(s.tasks[point * n_seeds + seed].key);
     return it == records.end() ? nullptr : &it->second;
   });
+  // A metric no run measured (a group no run has, such as a misspelt generator): say so.
+  for (size_t m = 0; m < table.metrics.size(); ++m) {
+    if (std::any_of(table.rows.begin(), table.rows.end(),
+                    [&](const TableRow& r) { return std::isfinite(r.metrics[m].mean); }))
+      continue;
+    std::cerr << "fabtwin sweep: warning: metrics: no run measured \"" << table.metrics[m]
+              << "\"; its columns are empty";
+    const std::string& name = table.metrics[m];
+    const size_t dot = name.find('.');
+    if (dot != std::string::npos && !records.empty()) {
+      std::string groups;
+      const nlohmann::json& first = records.begin()->second["metrics"];
+      const auto it = first.find(name.substr(0, dot));
+      if (it != first.end() && it->is_object()) {
+        for (const auto& [group, value] : it->items())
+          groups += (groups.empty() ? "" : ", ") + group;
+      }
+      std::cerr << " (groups a run has: " << (groups.empty() ? "none" : groups) << ")";
+    }
+    std::cerr << "\n";
+  }
   write_text_atomically(dir / "table.csv", table_csv(table));
   write_table_h5(table, dir / "table.h5", std::filesystem::absolute(file).string(), kVersion);
 

@@ -163,7 +163,7 @@ void check_metric_name(const std::string& name, const std::string& where) {
   for (size_t dot = name.find('.'); dot != std::string::npos; dot = name.find('.', dot + 1)) {
     const std::string base = name.substr(0, dot);
     for (const Metric& m : metric_catalogue()) {
-      if (m.name == base && m.groups) return;
+      if (m.name == base && m.groups && dot + 1 < name.size()) return;
     }
   }
   std::string known;

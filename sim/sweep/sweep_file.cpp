@@ -53,7 +53,9 @@ std::string trim(const std::string& s) {
 }
 
 double positive_number(const nlohmann::json& j, const std::string& key) {
-  if (!j.is_number()) fail(key, "expected a number, found " + json_text(j));
+  if (!j.is_number() || !(j.get<double>() > 0) || !std::isfinite(j.get<double>())) {
+    fail(key, "expected a number above 0, found " + json_text(j));
+  }
   return j.get<double>();
 }
 
@@ -70,9 +72,16 @@ Axis read_axis(const nlohmann::json& j, const std::string& where, bool continuou
   } catch (const ScenarioError& e) {
     fail(where + ".path", e.what());
   }
+  if (a.path == "run.seed") {
+    fail(where + ".path",
+         "run.seed is set by \"seeds\" (every point runs with each): list the "
+         "seeds there, found an axis over it");
+  }
   const int kinds = static_cast<int>(j.contains("values")) + static_cast<int>(j.contains("range")) +
                     static_cast<int>(j.contains("tie"));
-  if (kinds != 1) fail(where, "expected exactly one of values, range or tie");
+  if (kinds != 1) {
+    fail(where, "expected exactly one of values, range or tie, found " + std::to_string(kinds));
+  }
   if (j.contains("values")) {
     const nlohmann::json& v = j["values"];
     if (!v.is_array() || v.empty()) {
@@ -91,7 +100,8 @@ Axis read_axis(const nlohmann::json& j, const std::string& where, bool continuou
     if (!r.is_object()) fail(rw, "expected {\"from\", \"to\", \"steps\", \"scale\"}");
     only_keys(r, rw, {"from", "to", "steps", "scale"});
     a.kind = Axis::Kind::Range;
-    if (!r.contains("from") || !r.contains("to")) fail(rw, "expected both from and to");
+    if (!r.contains("from") || !r.contains("to"))
+      fail(rw, "expected both from and to, found " + json_text(r));
     const auto from = split_quantity(r["from"]), to = split_quantity(r["to"]);
     if (!from) fail(rw + ".from", "expected a number or a quantity, found " + json_text(r["from"]));
     if (!to) fail(rw + ".to", "expected a number or a quantity, found " + json_text(r["to"]));
@@ -108,7 +118,10 @@ Axis read_axis(const nlohmann::json& j, const std::string& where, bool continuou
       fail(rw + ".scale", "expected linear or log, found " + json_text(r["scale"]));
     }
     a.log = scale == "log";
-    if (a.log && (a.from <= 0 || a.to <= 0)) fail(rw, "a log scale needs from and to above 0");
+    if (a.log && (a.from <= 0 || a.to <= 0)) {
+      fail(rw, "a log scale needs from and to above 0, found " + json_text(r["from"]) + " and " +
+                   json_text(r["to"]));
+    }
     if (r.contains("steps")) {
       if (!r["steps"].is_number_integer() || r["steps"].get<int64_t>() < 2 ||
           r["steps"].get<int64_t>() > 100000) {
@@ -134,10 +147,14 @@ Axis read_axis(const nlohmann::json& j, const std::string& where, bool continuou
   } else {
     const nlohmann::json& t = j["tie"];
     const std::string tw = where + ".tie";
-    if (!t.is_object()) fail(tw, "expected {\"to\": PATH, \"times\": NUMBER}");
+    if (!t.is_object())
+      fail(tw, "expected {\"to\": PATH, \"times\": NUMBER}, found " + json_text(t));
     only_keys(t, tw, {"to", "times"});
     a.kind = Axis::Kind::Tie;
-    if (!t.contains("to") || !t["to"].is_string()) fail(tw + ".to", "expected another axis's path");
+    if (!t.contains("to") || !t["to"].is_string()) {
+      fail(tw + ".to", "expected another axis's path, found " +
+                           (t.contains("to") ? json_text(t["to"]) : std::string("nothing")));
+    }
     a.tie_to = t["to"];
     a.times = t.contains("times") ? positive_number(t["times"], tw + ".times") : 1.0;
   }
@@ -154,7 +171,8 @@ Constraint::Side read_side(const std::string& text, const std::string& where) {
     side.factor = std::stod(k);
     s = trim(s.substr(star + 1));
   }
-  if (s.empty()) fail(where, "an empty side");
+  if (s.empty())
+    fail(where, "expected an operand on each side of the operator, found an empty one");
   if (is_number_text(s)) {
     side.constant = std::stod(s);
   } else if ((s[0] >= '0' && s[0] <= '9') || s[0] == '.' || s[0] == '-') {
@@ -195,7 +213,11 @@ std::optional<Quantity> split_quantity(const nlohmann::json& value) {
   const std::string s = value;
   char* end = nullptr;
   const double x = std::strtod(s.c_str(), &end);
-  if (end == s.c_str()) return std::nullopt;
+  // strtod also reads "inf", "nan" and hexadecimal: none is a number of a scenario.
+  const size_t read = static_cast<size_t>(end - s.c_str());
+  if (read == 0 || !std::isfinite(x) || s.find_first_not_of("0123456789+-.eE \t") < read) {
+    return std::nullopt;
+  }
   // "1e3KB" aside, exponents would eat units such as "5e" - none exists; keep the text simple.
   return Quantity{x, trim(std::string(end))};
 }
@@ -275,13 +297,21 @@ SweepFile parse_sweep(const nlohmann::json& j, const std::filesystem::path& file
   s.scenario = file.parent_path() / j["scenario"].get<std::string>();
   if (j.contains("set")) {
     if (!j["set"].is_object()) fail("set", "expected an object of path: value overrides");
-    for (const auto& [path, value] : j["set"].items()) s.set.push_back(path + "=" + value.dump());
+    for (const auto& [path, value] : j["set"].items()) {
+      if (path == "run.seed") {
+        fail("set.run.seed", "run.seed is set by \"seeds\" (every point runs with each), found " +
+                                 json_text(value));
+      }
+      s.set.push_back(path + "=" + value.dump());
+    }
   }
   // design first: whether ranges need steps depends on it
   if (j.contains("design")) {
     const nlohmann::json& d = j["design"];
     if (!d.is_object() || !d.contains("type") || !d["type"].is_string()) {
-      fail("design", "expected {\"type\": \"grid\" | \"random\" | \"latin_hypercube\", ...}");
+      fail("design",
+           "expected {\"type\": \"grid\" | \"random\" | \"latin_hypercube\", ...}, found " +
+               json_text(d));
     }
     only_keys(d, "design", {"type", "points", "seed"});
     const std::string type = d["type"];
@@ -293,12 +323,13 @@ SweepFile parse_sweep(const nlohmann::json& j, const std::filesystem::path& file
       s.design = type == "random" ? SweepFile::Design::Random : SweepFile::Design::LatinHypercube;
       if (!d.contains("points") || !d["points"].is_number_integer() ||
           d["points"].get<int64_t>() < 1 || d["points"].get<int64_t>() > 1000000) {
-        fail("design.points", "expected the number of points to draw, 1 to 1000000");
+        fail("design.points", "expected the number of points to draw, 1 to 1000000, found " +
+                                  (d.contains("points") ? json_text(d["points"]) : "nothing"));
       }
       s.points = d["points"].get<size_t>();
       if (d.contains("seed")) {
         if (!d["seed"].is_number_integer() || d["seed"].get<int64_t>() < 0)
-          fail("design.seed", "expected a whole number >= 0");
+          fail("design.seed", "expected a whole number >= 0, found " + json_text(d["seed"]));
         s.design_seed = d["seed"].get<uint64_t>();
       }
     } else {
@@ -307,7 +338,8 @@ SweepFile parse_sweep(const nlohmann::json& j, const std::filesystem::path& file
   }
   const bool continuous = s.design != SweepFile::Design::Grid;
   if (!j.contains("axes") || !j["axes"].is_array() || j["axes"].empty()) {
-    fail("axes", "expected a non-empty list of axes");
+    fail("axes", "expected a non-empty list of axes, found " +
+                     (j.contains("axes") ? json_text(j["axes"]) : std::string("nothing")));
   }
   for (size_t i = 0; i < j["axes"].size(); ++i) {
     const std::string where = "axes[" + std::to_string(i) + "]";
@@ -339,12 +371,14 @@ SweepFile parse_sweep(const nlohmann::json& j, const std::filesystem::path& file
     s.seeds.clear();
     if (seeds.is_number_integer()) {
       const int64_t n = seeds.get<int64_t>();
-      if (n < 1 || n > 100000) fail("seeds", "expected a count from 1 to 100000, or a list");
+      if (n < 1 || n > 100000)
+        fail("seeds", "expected a count from 1 to 100000, or a list, found " + json_text(seeds));
       for (int64_t k = 1; k <= n; ++k) s.seeds.push_back(static_cast<uint64_t>(k));
     } else if (seeds.is_array() && !seeds.empty()) {
       for (size_t i = 0; i < seeds.size(); ++i) {
         if (!seeds[i].is_number_integer() || seeds[i].get<int64_t>() < 0) {
-          fail("seeds[" + std::to_string(i) + "]", "expected a seed (a whole number >= 0)");
+          fail("seeds[" + std::to_string(i) + "]",
+               "expected a seed (a whole number >= 0), found " + json_text(seeds[i]));
         }
         const uint64_t seed = seeds[i];
         if (std::find(s.seeds.begin(), s.seeds.end(), seed) != s.seeds.end()) {
@@ -353,31 +387,44 @@ SweepFile parse_sweep(const nlohmann::json& j, const std::filesystem::path& file
         s.seeds.push_back(seed);
       }
     } else {
-      fail("seeds", "expected a count of seeds (run.seed 1..N) or a list of seeds");
+      fail("seeds",
+           "expected a count of seeds (run.seed 1..N) or a non-empty list of seeds, found " +
+               json_text(seeds));
     }
   }
   if (j.contains("constraints")) {
-    if (!j["constraints"].is_array()) fail("constraints", "expected a list");
+    if (!j["constraints"].is_array())
+      fail("constraints", "expected a list, found " + json_text(j["constraints"]));
     for (size_t i = 0; i < j["constraints"].size(); ++i) {
       s.constraints.push_back(
           read_constraint(j["constraints"][i], "constraints[" + std::to_string(i) + "]"));
     }
   }
   if (j.contains("metrics")) {
-    if (!j["metrics"].is_array()) fail("metrics", "expected a list of metric names");
+    if (!j["metrics"].is_array())
+      fail("metrics", "expected a list of metric names, found " + json_text(j["metrics"]));
     for (size_t i = 0; i < j["metrics"].size(); ++i) {
+      const std::string where = "metrics[" + std::to_string(i) + "]";
       if (!j["metrics"][i].is_string())
-        fail("metrics[" + std::to_string(i) + "]", "expected a metric name");
-      s.metrics.push_back(j["metrics"][i]);
+        fail(where, "expected a metric name, found " + json_text(j["metrics"][i]));
+      const std::string name = j["metrics"][i];
+      if (std::find(s.metrics.begin(), s.metrics.end(), name) != s.metrics.end()) {
+        fail(where, "\"" + name + "\" is listed twice");
+      }
+      s.metrics.push_back(name);
     }
   }
   if (j.contains("objectives")) {
     if (!j["objectives"].is_array() || j["objectives"].size() > 2) {
-      fail("objectives", "expected a list of one or two \"min METRIC\" / \"max METRIC\"");
+      fail("objectives", "expected a list of one or two \"min METRIC\" / \"max METRIC\", found " +
+                             json_text(j["objectives"]));
     }
     for (size_t i = 0; i < j["objectives"].size(); ++i) {
       const std::string where = "objectives[" + std::to_string(i) + "]";
-      if (!j["objectives"][i].is_string()) fail(where, "expected \"min METRIC\" or \"max METRIC\"");
+      if (!j["objectives"][i].is_string()) {
+        fail(where,
+             "expected \"min METRIC\" or \"max METRIC\", found " + json_text(j["objectives"][i]));
+      }
       s.objectives.push_back(parse_objective(j["objectives"][i], where));
     }
   }
@@ -406,9 +453,7 @@ std::vector<std::string> point_overrides(const SweepFile& s,
 
 std::string describe_point(const SweepFile& s, const std::vector<nlohmann::json>& values) {
   std::string out;
-  for (size_t a = 0; a < s.axes.size(); ++a) {
-    out += (out.empty() ? "" : ", ") + s.axes[a].path + "=" + values[a].dump();
-  }
+  for (const std::string& o : point_overrides(s, values)) out += (out.empty() ? "" : ", ") + o;
   return out;
 }
 
@@ -553,7 +598,13 @@ std::vector<Point> expand(const SweepFile& s, const nlohmann::json& base) {
   };
   auto keep = [&](const Point& p, std::vector<size_t>& broken) {
     for (size_t c = 0; c < s.constraints.size(); ++c) {
-      if (!satisfies(s.constraints[c], p.root, p.index)) {
+      bool ok = false;
+      try {
+        ok = satisfies(s.constraints[c], p.root, p.index);
+      } catch (const SweepError& e) {
+        throw SweepError("sweep file error at constraints[" + std::to_string(c) + "]: " + e.what());
+      }
+      if (!ok) {
         ++broken[c];
         return false;
       }
