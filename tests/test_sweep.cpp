@@ -269,8 +269,11 @@ TEST_CASE("the store keeps complete records only and refuses another sweep's fol
   SweepStore store(dir);
   CHECK_FALSE(store.open("aaaa", "x.sweep.json", ResumeMode::Refuse));
   const json scenario = {{"run", {{"seed", 1}}}};
-  const std::string key = text_hash(scenario.dump());
-  const json record = {{"key", key}, {"metrics", {{"drops", 0}}}, {"scenario", scenario}};
+  const std::string key = run_key("1.0", scenario);
+  const json record = {{"key", key},
+                       {"fabtwin_version", "1.0"},
+                       {"metrics", {{"drops", 0}}},
+                       {"scenario", scenario}};
   store.store(key, record);
   CHECK(store.load(key) == record);
   CHECK_FALSE(store.load("fedcba9876543210"));
@@ -279,6 +282,16 @@ TEST_CASE("the store keeps complete records only and refuses another sweep's fol
   edited["scenario"]["run"]["seed"] = 2;
   store.store(key, edited);
   CHECK_FALSE(store.load(key));
+  // Nor is another version's record of the same scenario, or one that names no version.
+  json other_version = record;
+  other_version["fabtwin_version"] = "0.9";
+  store.store(key, other_version);
+  CHECK_FALSE(store.load(key));
+  json unversioned = record;
+  unversioned.erase("fabtwin_version");
+  store.store(key, unversioned);
+  CHECK_FALSE(store.load(key));
+  CHECK(run_key("0.9", scenario) != key);
   store.store(key, record);
   // A second sweep on the same folder while this one holds it is refused.
   {
@@ -374,7 +387,7 @@ TEST_CASE(
     Fabric plain(load_scenario(kData / "tiny.json", sets));
     const RunResult result = plain.run();
     CHECK(r["fingerprint"] == hex64(result.fingerprint));
-    CHECK(r["key"] == text_hash(r["scenario"].dump()));
+    CHECK(r["key"] == run_key(kVersion, r["scenario"]));
     CHECK(std::filesystem::exists(two / "points" / (r["key"].get<std::string>() + ".h5")));
   }
   CHECK(records == 8);

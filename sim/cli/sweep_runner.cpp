@@ -216,7 +216,7 @@ PreparedSweep prepare_sweep(SweepFile file, const std::vector<std::string>& extr
       t.seed = s.file.seeds[k];
       t.root = p.root;
       apply_override(t.root, "run.seed=" + std::to_string(t.seed));
-      t.key = text_hash(t.root.dump());
+      t.key = run_key(kVersion, t.root);
       s.tasks.push_back(std::move(t));
     }
   }
@@ -249,6 +249,7 @@ nlohmann::json run_task(const PreparedSweep& s, const Task& t, int threads,
   }
   nlohmann::json record;
   record["key"] = t.key;
+  record["fabtwin_version"] = kVersion;
   record["point"] = t.point;
   record["seed"] = t.seed;
   nlohmann::json axes = nlohmann::json::object();

@@ -653,6 +653,10 @@ std::vector<Point> expand(const SweepFile& s, const nlohmann::json& base) {
   return points;
 }
 
+std::string run_key(const std::string& version, const nlohmann::json& scenario) {
+  return text_hash(version + "\n" + scenario.dump());
+}
+
 std::string text_hash(const std::string& text) {
   uint64_t h = 0xcbf29ce484222325ULL;
   for (const unsigned char c : text) {

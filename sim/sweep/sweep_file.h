@@ -121,5 +121,8 @@ std::string describe_point(const SweepFile& s, const std::vector<nlohmann::json>
 // 64-bit FNV-1a of `text`, finished with SplitMix64, as 16 hex digits: the key of a resolved
 // scenario's text and of a sweep file's bytes.
 std::string text_hash(const std::string& text);
+// A run's key in the store: the hash of the fabtwin version that runs it and its scenario text,
+// so that results of another version are never taken for this one's.
+std::string run_key(const std::string& version, const nlohmann::json& scenario);
 
 }  // namespace fabtwin::sweep

@@ -101,7 +101,9 @@ std::optional<nlohmann::json> SweepStore::load(const std::string& key) const {
   if (text.empty()) return std::nullopt;
   nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
   if (!j.is_object() || j.value("key", std::string()) != key || !j.contains("metrics") ||
-      !j.contains("scenario") || text_hash(j["scenario"].dump()) != key) {
+      !j.contains("scenario") || !j.contains("fabtwin_version") ||
+      !j["fabtwin_version"].is_string() ||
+      run_key(j["fabtwin_version"].get<std::string>(), j["scenario"]) != key) {
     return std::nullopt;
   }
   return j;
