@@ -69,9 +69,13 @@ fuzz-smoke: fuzz-build
 	$(FUZZER) $(FUZZ_FLAGS) -max_total_time=$(FUZZ_SMOKE_SECONDS) \
 	  -artifact_prefix=$(FUZZ_BUILD)/ $(FUZZ_BUILD)/smoke-corpus $(FUZZ_BUILD)/tests/fuzz/seeds
 
+# FUZZ_JOBS processes; the first finding stops the run (FUZZ_EXTRA="-ignore_crashes=1
+# -ignore_timeouts=1 -ignore_ooms=1" keeps going and collects them all in $(FUZZ_BUILD)).
+FUZZ_JOBS  ?= 1
+FUZZ_EXTRA ?=
 fuzz: fuzz-build
 	mkdir -p $(FUZZ_CORPUS)
-	$(FUZZER) $(FUZZ_FLAGS) -max_total_time=$(FUZZ_SECONDS) -jobs=$(JOBS) -workers=$(JOBS) \
+	$(FUZZER) $(FUZZ_FLAGS) -max_total_time=$(FUZZ_SECONDS) -fork=$(FUZZ_JOBS) $(FUZZ_EXTRA) \
 	  -artifact_prefix=$(FUZZ_BUILD)/ $(FUZZ_CORPUS) $(FUZZ_BUILD)/tests/fuzz/seeds tests/fuzz/regressions
 
 # The whole test suite under AddressSanitizer and UBSan (gcc), in a build folder of its own.

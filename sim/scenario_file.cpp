@@ -74,8 +74,11 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& sourc
         ++column;
       }
     }
-    throw ScenarioError(path, source + ":" + std::to_string(line) + ":" +
-                                  std::to_string(column) + ": not valid JSON (" + e.what() + ")");
+    throw ScenarioError(path, source + ":" + std::to_string(line) + ":" + std::to_string(column) +
+                                  ": not valid JSON (" + e.what() + ")");
+  } catch (const nlohmann::json::out_of_range& e) {
+    // A number beyond a double (1e400): the library names the number but not its place.
+    throw ScenarioError(path, source + ": not valid JSON (" + e.what() + ")");
   }
 }
 

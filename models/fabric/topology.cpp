@@ -417,9 +417,21 @@ Topology build_graph(const nlohmann::json& graph, const std::string& path, BitsP
   return t;
 }
 
+// A fabric's size is checked before it is built: the documented ranges of its parameters
+// multiply to fabrics of millions of nodes (a 4096 x 4096 leaf-spine: 16.8 million hosts) that
+// would take minutes and gigabytes just to wire.
+void check_size(const std::string& shape, int64_t nodes, int64_t links, int64_t max_nodes) {
+  if (nodes <= max_nodes && links <= kLinksPerNode * max_nodes) return;
+  throw ScenarioError("topology", "expected a fabric of at most " + std::to_string(max_nodes) +
+                                      " nodes and " + std::to_string(kLinksPerNode * max_nodes) +
+                                      " links, found a " + shape + " of " + std::to_string(nodes) +
+                                      " nodes and " + std::to_string(links) + " links");
+}
+
 }  // namespace
 
-Topology read_topology(const nlohmann::json& scenario, const std::filesystem::path& dir) {
+Topology read_topology(const nlohmann::json& scenario, const std::filesystem::path& dir,
+                       int64_t max_nodes) {
   const nlohmann::json& fabric =
       scenario.contains("fabric") ? scenario["fabric"] : nlohmann::json();
   const nlohmann::json link_section =
@@ -440,7 +452,9 @@ Topology read_topology(const nlohmann::json& scenario, const std::filesystem::pa
   const std::string type = r.choice("type");
   Topology t;
   if (type == "star") {
-    t = build_star(static_cast<int>(r.integer("hosts")), rate, delay);
+    const int hosts = static_cast<int>(r.integer("hosts"));
+    check_size(type, int64_t{hosts} + 1, hosts, max_nodes);
+    t = build_star(hosts, rate, delay);
   } else if (type == "leaf_spine") {
     const int leaves = static_cast<int>(r.integer("leaves"));
     const int spines = static_cast<int>(r.integer("spines"));
@@ -454,6 +468,8 @@ Topology read_topology(const nlohmann::json& scenario, const std::filesystem::pa
                                           std::to_string(leaves * per_leaf));
     }
     const BitsPerSec uplink = r.has("uplink_rate") ? r.rate("uplink_rate") : rate;
+    check_size(type, int64_t{leaves} * per_leaf + leaves + spines,
+               int64_t{leaves} * per_leaf + int64_t{leaves} * spines, max_nodes);
     t = build_leaf_spine(leaves, spines, per_leaf, rate, uplink, delay);
   } else if (type == "rail_optimized") {
     const int nodes = static_cast<int>(r.integer("nodes"));
@@ -463,10 +479,17 @@ Topology read_topology(const nlohmann::json& scenario, const std::filesystem::pa
         r.has("nodes_per_leaf") ? static_cast<int>(r.integer("nodes_per_leaf")) : nodes;
     const int spines = static_cast<int>(r.integer("spines"));
     const BitsPerSec uplink = r.has("uplink_rate") ? r.rate("uplink_rate") : rate;
+    const int64_t nics_in_all = int64_t{nodes} * nics;
+    const int64_t leaves =
+        int64_t{nics} * ((nodes + std::max(per_leaf, 1) - 1) / std::max(per_leaf, 1));
+    check_size(type, nics_in_all + leaves + spines, nics_in_all + leaves * spines, max_nodes);
     t = build_rail_optimized(nodes, gpus, nics, per_leaf, spines, rate, uplink, delay);
   } else if (type == "ring") {
-    t = build_ring(static_cast<int>(r.integer("switches")),
-                   static_cast<int>(r.integer("hosts_per_switch")), rate, delay);
+    const int switches = static_cast<int>(r.integer("switches"));
+    const int per_switch = static_cast<int>(r.integer("hosts_per_switch"));
+    check_size(type, int64_t{switches} * per_switch + switches,
+               int64_t{switches} * per_switch + switches, max_nodes);
+    t = build_ring(switches, per_switch, rate, delay);
   } else if (type == "graph") {
     if (r.has("file")) {
       const std::string name = r.text("file");
@@ -500,6 +523,7 @@ Topology read_topology(const nlohmann::json& scenario, const std::filesystem::pa
     const int64_t k = r.integer("k");
     if (k % 2 != 0)
       throw ScenarioError(r.path_of("k"), "expected an even radix, found " + std::to_string(k));
+    check_size(type, k * k * k / 4 + 5 * k * k / 4, 3 * k * k * k / 4, max_nodes);
     t = build_fat_tree(static_cast<int>(k), rate, delay);
   }
   r.finish();

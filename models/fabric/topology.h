@@ -89,9 +89,16 @@ Topology build_rail_optimized(int nodes, int gpus_per_node, int nics_per_node, i
 // switch's ports face its hosts first, then the ring.
 Topology build_ring(int switches, int hosts_per_switch, BitsPerSec rate, Time delay);
 
+// The largest fabric a scenario may describe: a k=128 fat-tree (544,768 nodes, 1.6 million
+// links) fits; kLinksPerNode links per node at most.
+constexpr int64_t kMaxTopologyNodes = int64_t{1} << 20;
+constexpr int64_t kLinksPerNode = 4;
+
 // Reads `topology` and `fabric.link` from a scenario and builds the wiring. A graph topology's
-// `file` is read relative to `dir` (the scenario's directory).
-Topology read_topology(const nlohmann::json& scenario, const std::filesystem::path& dir = {});
+// `file` is read relative to `dir` (the scenario's directory). A shape of more than `max_nodes`
+// nodes (or kLinksPerNode x max_nodes links) is refused before it is built.
+Topology read_topology(const nlohmann::json& scenario, const std::filesystem::path& dir = {},
+                       int64_t max_nodes = kMaxTopologyNodes);
 
 extern const ParamGroup kTopologyParams;
 extern const ParamGroup kLinkParams;

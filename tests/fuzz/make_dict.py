@@ -14,6 +14,8 @@ def walk(node):
             words.add('"%s":' % key)
         for v in node.get("enum", []):
             words.add(json.dumps(v))
+        if "const" in node:
+            words.add(json.dumps(node["const"]))
         for v in node.get("examples", []):
             words.add(json.dumps(v))
         for value in node.values():
