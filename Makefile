@@ -79,12 +79,16 @@ fuzz: fuzz-build
 	  -artifact_prefix=$(FUZZ_BUILD)/ $(FUZZ_CORPUS) $(FUZZ_BUILD)/tests/fuzz/seeds tests/fuzz/regressions
 
 # The whole test suite under AddressSanitizer and UBSan (gcc), in a build folder of its own.
+# Leaks are checked everywhere but in the MPI runs: OpenMPI's plugins leak at exit (about 120 KB
+# in 3,350 allocations per rank, in code dlclose has unmapped, so no suppression can name it).
 asan: setup
 	@[ -f $(ASAN_BUILD)/CMakeCache.txt ] || cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DCMAKE_CXX_FLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  ctest --output-on-failure -j $(JOBS)
+	  ctest --output-on-failure -j $(JOBS) -E '^mpi/'
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --output-on-failure -j $(JOBS) -R '^mpi/'
 
 validate: build
 	$(BUILD)/fabtwin validate
