@@ -54,9 +54,13 @@ nlohmann::json read_json_file(const std::filesystem::path& file, const std::stri
   if (!in) throw ScenarioError(path, "cannot open JSON file " + file.string());
   std::stringstream buffer;
   buffer << in.rdbuf();
-  const std::string text = buffer.str();
+  return parse_json_text(buffer.str(), file.string(), path);
+}
+
+nlohmann::json parse_json_text(const std::string& text, const std::string& source,
+                               const std::string& path) {
   if (const size_t line = too_deep_at(text)) {
-    throw ScenarioError(path, file.string() + ": " + nesting_error(line));
+    throw ScenarioError(path, source + ": " + nesting_error(line));
   }
   try {
     return nlohmann::json::parse(text);
@@ -70,8 +74,11 @@ nlohmann::json read_json_file(const std::filesystem::path& file, const std::stri
         ++column;
       }
     }
-    throw ScenarioError(path, file.string() + ":" + std::to_string(line) + ":" +
-                                  std::to_string(column) + ": not valid JSON (" + e.what() + ")");
+    throw ScenarioError(path, source + ":" + std::to_string(line) + ":" + std::to_string(column) +
+                                  ": not valid JSON (" + e.what() + ")");
+  } catch (const nlohmann::json::out_of_range& e) {
+    // A number beyond a double (1e400): the library names the number but not its place.
+    throw ScenarioError(path, source + ": not valid JSON (" + e.what() + ")");
   }
 }
 

@@ -25,6 +25,10 @@ ScenarioDocument load_scenario(const std::filesystem::path& file,
 // that named the file ("" for the scenario itself), and say where the JSON is invalid.
 nlohmann::json read_json_file(const std::filesystem::path& file, const std::string& path);
 
+// The same for JSON text already in memory; `source` names it in errors (a file name).
+nlohmann::json parse_json_text(const std::string& text, const std::string& source,
+                               const std::string& path);
+
 // Applies one override to a document (`--set`, and every point of a sweep).
 void apply_override(nlohmann::json& root, const std::string& assignment);
 
