@@ -8,7 +8,7 @@ OUT       ?= results/default.h5
 # finds in FUZZ_CORPUS (outside the repository); `make test` runs FUZZ_SMOKE_RUNS inputs of it.
 FUZZ_BUILD         ?= build-fuzz
 FUZZ_SECONDS       ?= 300
-FUZZ_SMOKE_RUNS    ?= 60000
+FUZZ_SMOKE_RUNS    ?= 200000
 FUZZ_SMOKE_SECONDS ?= 120
 FUZZ_CORPUS        ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/fabtwin/fuzz-corpus
 ASAN_BUILD         ?= build-asan

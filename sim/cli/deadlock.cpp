@@ -109,10 +109,17 @@ std::string group_text(const Topology& t, const IngressGroup& g) {
 }
 
 std::string path_text(const Topology& t, const TrafficPath& p, bool ack) {
-  std::string s = p.collective ? "connection " + std::to_string(p.id) + " of collective " +
-                                     std::to_string(p.generator)
-                               : "flow " + std::to_string(p.id);
-  s += " " + node_name(t, p.src) + "->" + node_name(t, p.dst);
+  // Appended piece by piece: GCC 12 warns (-Wrestrict) on a literal + temporary string here.
+  std::string s = p.collective ? "connection " : "flow ";
+  s += std::to_string(p.id);
+  if (p.collective) {
+    s += " of collective ";
+    s += std::to_string(p.generator);
+  }
+  s += ' ';
+  s += node_name(t, p.src);
+  s += "->";
+  s += node_name(t, p.dst);
   if (ack) s += " (its ACKs)";
   return s;
 }
