@@ -11,19 +11,12 @@
 #include "models/fabric/memory_estimate.h"
 #include "sim/params.h"
 #include "sim/scenario_file.h"
+#include "test_support.h"
 
 using namespace fabtwin;
 namespace fs = std::filesystem;
 
-namespace {
-fs::path write_temp(const std::string& name, const std::string& text) {
-  const fs::path dir = fs::temp_directory_path() / ("fabtwin-fuzz-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  const fs::path file = dir / name;
-  std::ofstream(file) << text;
-  return file;
-}
-}  // namespace
+using testing::write_temp;
 
 TEST_CASE("a JSON number beyond a double is refused as invalid JSON", "[scenario][fuzz]") {
   // The JSON library throws out_of_range here, not parse_error: it escaped without a path.

@@ -14,6 +14,7 @@
 #include "sim/atomic_file.h"
 #include "sim/params.h"
 #include "sim/scenario_file.h"
+#include "test_support.h"
 
 using namespace fabtwin;
 namespace fs = std::filesystem;
@@ -21,13 +22,7 @@ namespace fs = std::filesystem;
 namespace {
 const fs::path kData = FABTWIN_TEST_DATA;
 
-fs::path write_temp(const std::string& name, const std::string& text) {
-  const fs::path dir = fs::temp_directory_path() / ("fabtwin-test-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  const fs::path file = dir / name;
-  std::ofstream(file) << text;
-  return file;
-}
+using testing::write_temp;
 
 // A valid 4-host star; each malformed case edits one thing with --set-style overrides.
 const char* kValid = R"({
