@@ -59,12 +59,14 @@ const BoundParams<OutputConfig> kOutputParams{
             &OutputConfig::rate_sample_interval,
             {"rate_sample_interval", ParamType::Time, "\"10us\"",
              "period of the per-QP congestion-control traces (rate, target, alpha) when nic.cc "
-             "is on; \"0us\" turns them off",
+             "is on; \"0us\" turns them off, otherwise at least 1ns",
              "fabtwin"}),
         BoundParams<OutputConfig>::field(
             &OutputConfig::queue_sample_interval,
             {"queue_sample_interval", ParamType::Time, "\"10us\"",
-             "period of the per-port queue-depth samples; \"0us\" turns them off", "fabtwin"}),
+             "period of the per-port queue-depth samples; \"0us\" turns them off, otherwise at "
+             "least 1ns",
+             "fabtwin"}),
         BoundParams<OutputConfig>::field(
             &OutputConfig::collective_timeline,
             {"collective_timeline", ParamType::Boolean, "true",

@@ -106,7 +106,8 @@ const NicParams kNicParams{
         NicParams::field(&NicConfig::ack_timeout,
                          {"ack_timeout", ParamType::Time, "\"67.108864ms\"",
                           "requester retransmits go-back-N from the oldest unacknowledged packet "
-                          "after this long without progress",
+                          "after this long without progress; at least the fabric's shortest "
+                          "round trip",
                           "InfiniBand local ACK timeout 4.096us x 2^14 (perftest's default "
                           "exponent 14)"}),
     },
