@@ -272,6 +272,7 @@ std::vector<const ParamGroup*> all_param_groups() {
   for (const ParamGroup* g : switch_param_groups()) groups.push_back(g);
   groups.push_back(&deadlock_params());
   groups.push_back(&HostNic::params());
+  groups.push_back(&receiver_params().group());
   for (const ParamGroup* g : cc_param_groups()) groups.push_back(g);
   groups.push_back(&kRoutingParams);
   groups.push_back(&kStaticRouteParams);

@@ -52,6 +52,7 @@ enum : uint32_t {
   kAckTimeout = kBackgroundHandler | 8,  // data = requester QP
   kRateSample = kBackgroundHandler | 9,
   kWatchdog = kBackgroundHandler | 10,  // the PFC watchdog polls the NIC's send queues
+  kHoleTimer = kBackgroundHandler | 11,  // data = responder QP: out_of_order NAKs a hole now
 };
 }  // namespace nic_handler
 
@@ -89,6 +90,7 @@ inline constexpr uint32_t kHostNic[] = {kPacketArrival,
                                         nic_handler::kAckTimeout,
                                         nic_handler::kRateSample,
                                         nic_handler::kWatchdog,
+                                        nic_handler::kHoleTimer,
                                         kNicPostMessage};
 inline constexpr uint32_t kGpuNode[] = {kNicMessageArrived,          kNicMessageAcked,
                                         gpu_node_handler::kUnitDone, gpu_node_handler::kNvArrive,

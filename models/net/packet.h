@@ -9,7 +9,9 @@
 
 namespace fabtwin {
 
-enum class PacketType : uint8_t { Data, Ack, Nak, Cnp, Pause };
+// Sack: a selective acknowledgement (nic.receiver selective_repeat): an ACK of the cumulative
+// PSN that also names one PSN received out of order.
+enum class PacketType : uint8_t { Data, Ack, Nak, Cnp, Pause, Sack };
 
 // ECN codepoint of the IP header (RFC 3168).
 enum class Ecn : uint8_t { NotEct = 0, Ect1 = 1, Ect0 = 2, Ce = 3 };
@@ -47,6 +49,9 @@ struct Packet {
   // RoCE packet carries its PSN.
   uint16_t pause_quanta() const { return static_cast<uint16_t>(psn); }
   void set_pause_quanta(uint16_t quanta) { psn = quanta; }
+  // A SACK carries the PSN received out of order where a data packet carries its message mark.
+  uint32_t sacked_psn() const { return message; }
+  void set_sacked_psn(uint32_t sacked) { message = sacked; }
 };
 // A packet is one cache line; a new field must take the place of an old one.
 static_assert(sizeof(Packet) == 64);

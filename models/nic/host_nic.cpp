@@ -100,6 +100,22 @@ const NicParams kNicParams{
                                                        format_time(c.rx_stall_end));
               }
             }),
+        NicParams::custom({"receiver", ParamType::List, "{}",
+                           "receiver mode and its knobs; see nic.receiver (fabtwin describe "
+                           "receiver)",
+                           "fabtwin"},
+                          [](ParamReader& r, NicConfig& c) {
+                            c.receiver = read_receiver_config(r.raw("receiver"));
+                          }),
+        NicParams::field(&NicConfig::qps_per_flow,
+                         {"qps_per_flow", ParamType::Integer, "1",
+                          "queue pairs per flow: a flow's data is split over this many QPs (in "
+                          "chunks of ceil(size / n) rounded up to 128 bytes, as "
+                          "NCCL_IB_SPLIT_DATA_ON_QPS splits a message), each with its own UDP "
+                          "source port and so its own ECMP hash; the flow completes when all "
+                          "are acknowledged",
+                          "fabtwin; NCCL's split of a message over the QPs of a connection",
+                          "1..256"}),
         NicParams::custom({"cc", ParamType::List, "{}",
                            "congestion control; see nic.cc (fabtwin describe cc)", "fabtwin"},
                           [](ParamReader& r, NicConfig&) { r.raw("cc"); }),  // read_cc_config
@@ -140,7 +156,30 @@ HostNic::HostNic(std::string name, PacketPool& pool, int host, const NicConfig& 
                           config.dscp_to_priority[static_cast<uint8_t>(config.cc.dcqcn.cnp_dscp)]) {
 }
 
+// A flow's part on each of its qps_per_flow QPs: NCCL's split, ceil(size / n) rounded up to
+// 128 bytes per QP, the last ones taking what is left (possibly nothing).
+namespace {
+int64_t part_bytes(int64_t size, int parts, int part) {
+  const int64_t chunk = ((size + parts - 1) / parts + 127) / 128 * 128;
+  return std::clamp<int64_t>(size - chunk * part, 0, chunk);
+}
+}  // namespace
+
 uint32_t HostNic::add_send_qp(const FlowSpec& flow) {
+  const int parts = config_.qps_per_flow;
+  const uint32_t first = static_cast<uint32_t>(send_qps_.size());
+  for (int i = 0; i < parts; ++i) {
+    FlowSpec part = flow;
+    part.size = Bytes{parts == 1 ? flow.size.count : part_bytes(flow.size.count, parts, i)};
+    RequesterQp& qp = send_qps_[new_send_qp(part)];
+    qp.first_part = first;
+    qp.parts_left = static_cast<uint32_t>(parts);
+    qp.record.spec = flow;
+  }
+  return first;
+}
+
+uint32_t HostNic::new_send_qp(const FlowSpec& flow) {
   RequesterQp qp;
   qp.flow = flow;
   qp.packets = packets_of(flow.size.count, config_.mtu.count);
@@ -149,14 +188,32 @@ uint32_t HostNic::add_send_qp(const FlowSpec& flow) {
   qp.hash = roce_flow_hash(static_cast<uint32_t>(flow.src), static_cast<uint32_t>(flow.dst),
                            udp_source_port);
   qp.rate = ports_.at(0).rate;
+  qp.line_rate = qp.rate;
   qp.cc = make_congestion_control(config_.cc, qp.rate, config_.mtu);
   qp.priority = config_.dscp_to_priority[flow.dscp];
   qp.record.spec = flow;
+  qp.mode = config_.receiver.mode;
+  if (qp.selective()) {
+    qp.sacked.reset(static_cast<uint32_t>(config_.receiver.window));
+    qp.bdp_cap = config_.receiver.bdp_cap;
+    qp.bdp_auto = qp.bdp_cap == 0;
+  }
   send_qps_.push_back(std::move(qp));
   return static_cast<uint32_t>(send_qps_.size() - 1);
 }
 
 uint32_t HostNic::add_receive_qp(const FlowSpec& flow, uint32_t sender_qp) {
+  const int parts = config_.qps_per_flow;
+  const uint32_t first = static_cast<uint32_t>(receive_qps_.size());
+  for (int i = 0; i < parts; ++i) {
+    FlowSpec part = flow;
+    part.size = Bytes{parts == 1 ? flow.size.count : part_bytes(flow.size.count, parts, i)};
+    new_receive_qp(part, sender_qp + static_cast<uint32_t>(i));
+  }
+  return first;
+}
+
+uint32_t HostNic::new_receive_qp(const FlowSpec& flow, uint32_t sender_qp) {
   ResponderQp rq;
   rq.flow = flow.id;
   rq.src = flow.src;
@@ -167,17 +224,19 @@ uint32_t HostNic::add_receive_qp(const FlowSpec& flow, uint32_t sender_qp) {
                            udp_source_port);
   rq.dscp = flow.dscp;
   rq.priority = config_.dscp_to_priority[flow.dscp];
-  receive_qps_.push_back(rq);
+  rq.set_mode(config_.receiver.mode, config_.receiver.window);
+  receive_qps_.push_back(std::move(rq));
   return static_cast<uint32_t>(receive_qps_.size() - 1);
 }
 
 void HostNic::connect_send_qp(uint32_t qp, uint32_t receiver_qp) {
-  send_qps_[qp].receiver_qp = receiver_qp;
+  const uint32_t parts = send_qps_[qp].connection ? 1 : send_qps_[qp].parts_left;
+  for (uint32_t i = 0; i < parts; ++i) send_qps_[qp + i].receiver_qp = receiver_qp + i;
 }
 
 uint32_t HostNic::add_connection_send_qp(uint32_t connection, int dst, int dscp, uint32_t lane,
                                          uint32_t lanes) {
-  const uint32_t qp = add_send_qp({connection, host_, dst, Bytes{0}, Time{}, dscp});
+  const uint32_t qp = new_send_qp({connection, host_, dst, Bytes{0}, Time{}, dscp});
   RequesterQp& q = send_qps_[qp];
   q.connection = true;
   q.lane = lane;
@@ -187,9 +246,10 @@ uint32_t HostNic::add_connection_send_qp(uint32_t connection, int dst, int dscp,
 
 uint32_t HostNic::add_connection_receive_qp(uint32_t connection, int src, int dscp,
                                             uint32_t sender_qp, uint32_t lane, uint32_t lanes) {
-  const uint32_t rq = add_receive_qp({connection, src, host_, Bytes{0}, Time{}, dscp}, sender_qp);
+  const uint32_t rq = new_receive_qp({connection, src, host_, Bytes{0}, Time{}, dscp}, sender_qp);
   ResponderQp& r = receive_qps_[rq];
   r.connection = true;
+  r.set_mode(config_.receiver.mode, config_.receiver.window);  // with its message-end map
   r.lane = lane;
   r.lanes = lanes;
   r.packets = UINT32_MAX;
@@ -270,7 +330,9 @@ void HostNic::begin() {
     const FlowSpec &fa = send_qps_[a].flow, &fb = send_qps_[b].flow;
     return fa.start < fb.start || (fa.start == fb.start && fa.id < fb.id);
   });
-  for (size_t i = 0; i < start_order_.size(); ++i) hold_work();  // released as flows complete
+  for (const uint32_t qp : start_order_) {  // released as flows complete
+    if (send_qps_[qp].first_part == qp) hold_work();
+  }
   if (config_.cc.algorithm != CcAlgorithm::None && config_.rate_sample_interval.ps > 0 &&
       !send_qps_.empty()) {
     schedule_self(now() + config_.rate_sample_interval, kRateSample, 0);
@@ -320,11 +382,17 @@ void HostNic::on_timer(const Event& e) {
         arm_timer(qp);
         break;
       }
-      ++qp.record.timeouts;
-      go_back_to(qp, qp.unacked_psn);
-      qp.deadline = now() + config_.ack_timeout;
+      qp.on_timeout();
+      activate(static_cast<uint32_t>(e.data));
+      qp.deadline = now() + timeout_of(qp);
       arm_timer(qp);
       pump();
+      break;
+    }
+    case kHoleTimer: {
+      ResponderQp& rq = receive_qps_[e.data];
+      if (rq.on_hole_timer()) send_reply(PacketType::Nak, rq, now());
+      if (rq.hole_timer) schedule_self(now() + config_.receiver.nak_delay, kHoleTimer, e.data);
       break;
     }
     case kPacingWake:
@@ -467,16 +535,26 @@ bool HostNic::send_next_data_packet() {
       continue;
     }
     Packet* p = pool_.acquire();
-    qp.write_next_packet(*p, index, host_, config_.mtu.count);
+    if (qp.selective()) [[unlikely]] {
+      if (!write_selective(qp, *p, index)) {
+        pool_.release(p);
+        qp.window_blocked = true;
+        ++rotation_next_;
+        continue;
+      }
+    } else {
+      qp.write_next_packet(*p, index, host_, config_.mtu.count);
+    }
     p->timestamp = now();
-    qp.on_packet_sent(*p, now(), config_.ack_timeout, ports_[0].rate);
+    qp.on_packet_sent(*p, now(), timeout_of(qp), ports_[0].rate);
     if (qp.cc) arm_cc_timer(qp);
     ++data_packets_sent_;
     if (config_.tx_dma_rate.bps > 0) {
       dma_ready_ = now() + serialization_delay(Bytes{p->payload}, config_.tx_dma_rate);
     }
     arm_timer(qp);
-    if (qp.all_sent()) {  // everything sent; leaves the rotation until a rewind
+    if (qp.selective() ? !qp.sends_pending() : qp.all_sent()) {
+      // everything sent; leaves the rotation until a rewind
       qp.active = false;
       rotation_.erase(rotation_.begin() + static_cast<std::ptrdiff_t>(rotation_next_));
     } else {
@@ -490,6 +568,21 @@ bool HostNic::send_next_data_packet() {
     schedule_self(earliest, kPacingWake, 0);
   }
   return false;
+}
+
+// Selective repeat: fills `p` as the oldest hole of the recovery not yet resent, else as the next
+// new packet if the BDP cap lets it go; false if neither.
+bool HostNic::write_selective(RequesterQp& qp, Packet& p, uint32_t index) {
+  const uint32_t hole = qp.recovery ? qp.next_hole() : RequesterQp::kNoHole;
+  if (hole != RequesterQp::kNoHole) {
+    qp.write_packet(p, hole, index, host_, config_.mtu.count);
+    qp.resend_next = hole + 1;
+    ++qp.record.packets_retransmitted;
+    return true;
+  }
+  if (qp.all_sent() || !qp.cap_open(config_.mtu.count)) return false;
+  qp.write_next_packet(p, index, host_, config_.mtu.count);
+  return true;
 }
 
 // The PFC watchdog's drop action on the priority of frame `p`: discarded as it leaves the queue
@@ -549,6 +642,9 @@ void HostNic::on_arrival(uint32_t, Packet* p) {
     case PacketType::Cnp:
       on_cnp(*p);
       break;
+    case PacketType::Sack:
+      on_sack(*p);
+      break;
     case PacketType::Pause:  // the NIC honours PFC
       receive_pause(0, *p);
       break;
@@ -570,8 +666,13 @@ void HostNic::on_data(Packet* p) {
     send_cnp(rq);
   }
   const ResponderQp::Response r = rq.on_data(*p, now(), config_.ack_every);
-  if (r.message_arrived) notify_host(kNicMessageArrived, rq.flow, r.sequence);
-  if (r.reply) send_reply(r.reply_type, rq, p->timestamp);
+  for (uint32_t m = 0; m < r.messages; ++m) {
+    notify_host(kNicMessageArrived, rq.flow, r.sequence + uint64_t{m} * rq.lanes);
+  }
+  if (r.reply) send_reply(r.reply_type, rq, p->timestamp, r.sacked_psn);
+  if (r.arm_hole_timer) [[unlikely]] {
+    schedule_self(now() + config_.receiver.nak_delay, kHoleTimer, p->receiver_qp);
+  }
 }
 
 void HostNic::send_cnp(const ResponderQp& rq) {
@@ -600,16 +701,34 @@ void HostNic::arm_cc_timer(RequesterQp& qp) {
   }
 }
 
-void HostNic::send_reply(PacketType type, ResponderQp& rq, Time echo) {
+void HostNic::send_reply(PacketType type, ResponderQp& rq, Time echo, uint32_t sacked_psn) {
   Packet* a = pool_.acquire();
   rq.write_reply(*a, type, host_, echo);
+  a->set_sacked_psn(sacked_psn);
   ports_[0].enqueue(a);
   pump();
 }
 
 void HostNic::on_ack(const Packet& p) {
   RequesterQp& qp = send_qps_[p.sender_qp];
-  if (!qp.on_ack(p, now(), config_.ack_timeout, config_.mtu.count)) return;
+  if (!qp.on_ack(p, now(), timeout_of(qp), config_.mtu.count)) return;
+  acknowledged(qp, p.sender_qp);
+}
+
+// Selective repeat: the SACK's cumulative PSN acknowledges as an ACK does; the PSN it names
+// may open holes to resend.
+void HostNic::on_sack(const Packet& p) {
+  RequesterQp& qp = send_qps_[p.sender_qp];
+  if (qp.on_ack(p, now(), timeout_of(qp), config_.mtu.count)) acknowledged(qp, p.sender_qp);
+  if (qp.on_sack(p.sacked_psn())) {
+    activate(p.sender_qp);
+    pump();
+  }
+}
+
+// What follows new progress of a requester QP: its window may open, connection messages are
+// acknowledged, a flow completes.
+void HostNic::acknowledged(RequesterQp& qp, uint32_t index) {
   if (qp.cc) arm_cc_timer(qp);
   if (qp.window_blocked) {
     qp.window_blocked = false;
@@ -617,12 +736,12 @@ void HostNic::on_ack(const Packet& p) {
   }
   if (qp.connection) {
     notify_acked_messages(qp);
-    if (qp.all_acked()) leave_rotation(qp, p.sender_qp);
+    if (qp.all_acked()) leave_rotation(qp, index);
     return;
   }
   if (qp.all_acked()) {
     complete(qp);
-    leave_rotation(qp, p.sender_qp);
+    leave_rotation(qp, index);
   }
 }
 
@@ -633,16 +752,19 @@ void HostNic::notify_acked_messages(RequesterQp& qp) {
   }
 }
 
+// A QP is done; its flow completes with the last of its parts.
 void HostNic::complete(RequesterQp& qp) {
   qp.done = true;
-  qp.record.completed = true;
-  qp.record.finish = now();
+  RequesterQp& first = send_qps_[qp.first_part];
+  if (--first.parts_left > 0) return;
+  first.record.completed = true;
+  first.record.finish = now();
   release_work();
 }
 
 void HostNic::on_nak(const Packet& p) {
   RequesterQp& qp = send_qps_[p.sender_qp];
-  if (!qp.on_nak(p.psn, now(), config_.ack_timeout)) return;
+  if (!qp.on_nak(p.psn, now(), timeout_of(qp))) return;
   if (qp.connection) notify_acked_messages(qp);
   go_back_to(qp, p.psn);
   pump();
@@ -657,24 +779,64 @@ int64_t HostNic::connection_rate_cuts() const {
 }
 
 void HostNic::collect(std::vector<FlowRecord>& records) const {
-  for (const RequesterQp& qp : send_qps_) {
+  for (uint32_t i = 0; i < send_qps_.size(); ++i) {
+    const RequesterQp& qp = send_qps_[i];
     if (qp.connection) continue;
     FlowRecord& r = records[qp.flow.id];
-    const int64_t received = r.bytes_received;
-    const Time last = r.last_byte_received;
-    const int64_t cnps_sent = r.cnps_sent;
+    const int64_t rate_cuts = qp.cc ? qp.cc->state(now()).cuts : 0;
+    if (qp.first_part != i) {  // a later part of a flow split over QPs: its counts add up
+      r.packets_sent += qp.record.packets_sent;
+      r.packets_retransmitted += qp.record.packets_retransmitted;
+      r.timeouts += qp.record.timeouts;
+      r.cnps_received += qp.record.cnps_received;
+      r.rate_cuts += rate_cuts;
+      continue;
+    }
+    const FlowRecord received = r;
     r = qp.record;
-    r.bytes_received = received;
-    r.last_byte_received = last;
-    r.cnps_sent = cnps_sent;
-    if (qp.cc) r.rate_cuts = qp.cc->state(now()).cuts;
+    r.bytes_received = received.bytes_received;
+    r.last_byte_received = received.last_byte_received;
+    r.cnps_sent = received.cnps_sent;
+    r.out_of_sequence = received.out_of_sequence;
+    r.naks_sent = received.naks_sent;
+    r.sacks_sent = received.sacks_sent;
+    r.duplicates = received.duplicates;
+    r.max_reorder_depth = received.max_reorder_depth;
+    r.rate_cuts = rate_cuts;
   }
+  std::vector<bool> seen(records.size(), false);
   for (const ResponderQp& rq : receive_qps_) {
     if (rq.connection) continue;
-    records[rq.flow].bytes_received = rq.bytes;
-    records[rq.flow].last_byte_received = rq.last_byte;
-    records[rq.flow].cnps_sent = rq.congestion.cnps;
+    FlowRecord& r = records[rq.flow];
+    if (!seen[rq.flow]) {  // the first part of the flow on this NIC: starts the sums
+      seen[rq.flow] = true;
+      r.bytes_received = 0;
+      r.last_byte_received = Time{};
+      r.cnps_sent = r.out_of_sequence = r.naks_sent = r.sacks_sent = r.duplicates = 0;
+      r.max_reorder_depth = 0;
+    }
+    r.bytes_received += rq.bytes;
+    r.last_byte_received = std::max(r.last_byte_received, rq.last_byte);
+    r.cnps_sent += rq.congestion.cnps;
+    r.out_of_sequence += rq.counters.out_of_sequence;
+    r.naks_sent += rq.counters.naks_sent;
+    r.sacks_sent += rq.counters.sacks_sent;
+    r.duplicates += rq.counters.duplicates;
+    r.max_reorder_depth = std::max<int64_t>(r.max_reorder_depth, rq.counters.max_reorder_depth);
   }
+}
+
+ReceiverCounters HostNic::connection_receiver_counters() const {
+  ReceiverCounters c;
+  for (const ResponderQp& rq : receive_qps_) {
+    if (!rq.connection) continue;
+    c.out_of_sequence += rq.counters.out_of_sequence;
+    c.naks_sent += rq.counters.naks_sent;
+    c.sacks_sent += rq.counters.sacks_sent;
+    c.duplicates += rq.counters.duplicates;
+    c.max_reorder_depth = std::max(c.max_reorder_depth, rq.counters.max_reorder_depth);
+  }
+  return c;
 }
 
 }  // namespace fabtwin

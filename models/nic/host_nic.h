@@ -12,6 +12,7 @@
 #include "models/nic/notification_point.h"
 #include "models/nic/queue_pair.h"
 #include "models/nic/receive_buffer.h"
+#include "models/nic/receiver_mode.h"
 #include "models/traffic/flow.h"
 #include "sim/params.h"
 
@@ -33,6 +34,8 @@ struct NicConfig {
   std::vector<int> rx_stall_hosts;
   Time rx_stall_start;
   Time rx_stall_end;
+  ReceiverConfig receiver;  // nic.receiver: go-back-N, out-of-order placement or selective repeat
+  int qps_per_flow;         // nic.qps_per_flow: a flow's data split over this many QPs
   // From other sections.
   std::array<uint8_t, 64> dscp_to_priority;  // fabric.qos: the fabric's QoS map (trust DSCP)
   int pause_quanta;                          // fabric.pfc.pause_quanta
@@ -67,8 +70,9 @@ class HostNic final : public NetworkNode {
  public:
   HostNic(std::string name, PacketPool& pool, int host, const NicConfig& config);
 
-  // Registers a flow this host sends (requester side) or receives (responder side).
-  // Both sides must be added before begin(); `peer_qp` links the two halves.
+  // Registers a flow this host sends (requester side) or receives (responder side): qps_per_flow
+  // consecutive QPs, each with its own UDP source port, the first one's index returned.
+  // Both sides must be added before begin(); connect_send_qp links the two halves.
   uint32_t add_send_qp(const FlowSpec& flow);
   uint32_t add_receive_qp(const FlowSpec& flow, uint32_t sender_qp);
   void connect_send_qp(uint32_t qp, uint32_t receiver_qp);
@@ -89,6 +93,8 @@ class HostNic final : public NetworkNode {
 
   // Fills the parts of each flow's record this NIC knows (requester or responder side).
   void collect(std::vector<FlowRecord>& records) const;
+  // The receiver counters of the connection QPs (flows' are in their records).
+  ReceiverCounters connection_receiver_counters() const;
   int64_t data_packets_sent() const { return data_packets_sent_; }
   // Rate cuts of the connection QPs (flows' cuts are in their records).
   int64_t connection_rate_cuts() const;
@@ -129,7 +135,16 @@ class HostNic final : public NetworkNode {
   void on_data(Packet* p);
   void on_ack(const Packet& p);
   void on_nak(const Packet& p);
-  void send_reply(PacketType type, ResponderQp& rq, Time echo);
+  void on_sack(const Packet& p);
+  void acknowledged(RequesterQp& qp, uint32_t index);
+  void send_reply(PacketType type, ResponderQp& rq, Time echo, uint32_t sacked_psn = 0);
+  bool write_selective(RequesterQp& qp, Packet& p, uint32_t index);
+  uint32_t new_send_qp(const FlowSpec& flow);
+  uint32_t new_receive_qp(const FlowSpec& flow, uint32_t sender_qp);
+  // The retransmission timeout of `qp`: nic.ack_timeout, or IRN's under selective repeat.
+  Time timeout_of(const RequesterQp& qp) const {
+    return qp.selective() ? qp.retransmit_timeout(config_.receiver) : config_.ack_timeout;
+  }
   void arm_timer(RequesterQp& qp);
   void go_back_to(RequesterQp& qp, uint32_t psn);
   void post_message(uint32_t qp, int64_t bytes);

@@ -1,6 +1,8 @@
 // The two ends of a reliable-connected (RC) queue pair. The requester segments each message
 // into MTU-sized packets, paces them at its rate and recovers losses go-back-N on a NAK or a
-// timeout; the responder checks PSNs, delivers in order and answers with ACKs and NAKs.
+// timeout, or (selective repeat) resends only the holes the responder's SACKs reveal; the
+// responder checks PSNs, delivers in order or places out of order (receiver_mode.h) and
+// answers with ACKs, NAKs and SACKs.
 // Both ends are state and rules only: the NIC owning them schedules their events and puts their
 // packets on the wire.
 #pragma once
@@ -15,6 +17,8 @@
 #include "models/net/packet.h"
 #include "models/net/roce_framing.h"
 #include "models/nic/notification_point.h"
+#include "models/nic/psn_bitmap.h"
+#include "models/nic/receiver_mode.h"
 #include "models/traffic/flow.h"
 
 namespace fabtwin {
@@ -59,8 +63,25 @@ struct RequesterQp {
   std::vector<std::pair<uint32_t, int32_t>> messages;
   uint32_t cursor = 0;
   uint32_t acked_messages = 0;
+  // A flow spread over several QPs (nic.qps_per_flow): the index of its first QP, which counts
+  // the parts not yet complete.
+  uint32_t first_part = 0;
+  uint32_t parts_left = 1;
+  // Selective repeat (IRN): the PSNs past unacked_psn the responder SACKed, the recovery
+  // episode's range of holes to resend, and the cap on bytes in flight (0: none yet).
+  ReceiverMode mode = ReceiverMode::GoBackN;
+  PsnBitmap sacked;
+  bool recovery = false;
+  uint32_t resend_next = 0;   // the next PSN to look at for a resend
+  uint32_t recovery_end = 0;  // one past the highest PSN SACKed (or sent, after a timeout)
+  int64_t bdp_cap = 0;        // bytes; 0: no cap (auto: set from the first RTT sample)
+  bool bdp_auto = false;
+  Time min_rtt = Time::max();
+  BitsPerSec line_rate{};
+  static constexpr uint32_t kNoHole = UINT32_MAX;
 
   bool all_sent() const { return next_psn >= packets; }
+  bool selective() const { return mode == ReceiverMode::SelectiveRepeat; }
   bool all_acked() const { return unacked_psn >= packets; }
   // Payload bytes sent and not yet acknowledged, counting every packet as a full `mtu`.
   int64_t in_flight(int64_t mtu) const { return int64_t{next_psn - unacked_psn} * mtu; }
@@ -71,6 +92,8 @@ struct RequesterQp {
   void post_message(int64_t bytes, int64_t mtu, Time now, Time ack_timeout);
   // Segmentation: fills `p` as the data packet of the next PSN (`index`: this QP's index).
   void write_next_packet(Packet& p, uint32_t index, int host, int64_t mtu);
+  // The same for any PSN already sent or the next one (a selective-repeat resend).
+  void write_packet(Packet& p, uint32_t psn, uint32_t index, int host, int64_t mtu);
   // Data packet `p` went on the wire at `now`: the timeout restarts for the oldest PSN, the
   // congestion control hears of it, and pacing sets the earliest time of the next packet.
   void on_packet_sent(const Packet& p, Time now, Time ack_timeout, BitsPerSec line_rate);
@@ -91,6 +114,32 @@ struct RequesterQp {
   // The next message of a connection QP that is now wholly acknowledged: true and its
   // sequence number on the connection, or false when none is.
   bool take_acked_message(uint64_t& sequence);
+  // The retransmission timer expired: go-back-N rewinds to unacked_psn; selective repeat
+  // resends every unSACKed packet in flight. Counts the timeout.
+  void on_timeout();
+
+  // Selective repeat. The cumulative part of a SACK is an ACK (on_ack); then `psn` is marked
+  // received: true if that opened or widened a recovery (holes to resend).
+  bool on_sack(uint32_t psn);
+  // The oldest hole of the recovery not yet resent, or kNoHole.
+  uint32_t next_hole();
+  // A new packet fits under the BDP cap and the SACK window.
+  bool cap_open(int64_t mtu) const {
+    const uint32_t outstanding = next_psn - unacked_psn;
+    return outstanding + 1 < sacked.capacity() &&
+           (bdp_cap == 0 || int64_t{outstanding + 1} * mtu <= bdp_cap);
+  }
+  // Something to send: a new packet, or a hole to resend.
+  bool sends_pending() { return !all_sent() || (recovery && next_hole() != kNoHole); }
+  // IRN's timeout: rto_low with few packets in flight, else rto_high.
+  Time retransmit_timeout(const ReceiverConfig& c) const {
+    return next_psn - unacked_psn <= static_cast<uint32_t>(c.rto_low_packets) ? c.rto_low
+                                                                               : c.rto_high;
+  }
+
+ private:
+  // Selective repeat: the cumulative ACK moved from `from` to unacked_psn; `rtt` was sampled.
+  void sack_advance(uint32_t from, Time rtt);
 };
 
 // The receiving end: PSN check, in-order delivery, and the ACK or NAK to answer with.
@@ -110,18 +159,39 @@ struct ResponderQp {
   bool ce_to_echo = false;                // CE-marked data arrived since the last reply
   bool connection = false;                // `flow` is then the connection id
   uint32_t lane = 0, lanes = 1;
+  // Out-of-order placement and selective repeat: the PSNs placed past expected_psn (and, of a
+  // connection, those that end a message), one past the highest placed, the messages complete,
+  // and the hole whose NAK timer runs (out_of_order).
+  ReceiverMode mode = ReceiverMode::GoBackN;
+  PsnBitmap placed;
+  PsnBitmap ends;
+  uint32_t highest_psn = 0;
+  uint32_t messages_arrived = 0;
+  uint32_t hole_psn = 0;
+  bool hole_timer = false;
+  ReceiverCounters counters;
 
   // What a data packet asks of the NIC.
   struct Response {
-    bool message_arrived = false;  // a connection message is complete, in order
-    uint64_t sequence = 0;         // its sequence number on the connection
-    bool reply = false;            // send `reply_type`
+    uint32_t messages = 0;  // connection messages now complete, in order
+    uint64_t sequence = 0;  // the first one's sequence number on the connection (then + lanes)
+    bool reply = false;     // send `reply_type`
     PacketType reply_type = PacketType::Ack;
+    uint32_t sacked_psn = 0;       // a SACK's out-of-order PSN
+    bool arm_hole_timer = false;   // out_of_order: a hole opened; NAK it after nak_delay
   };
+  // Sets the mode and allocates its bitmaps (`window` PSNs), once, at set-up.
+  void set_mode(ReceiverMode m, int window);
   // The PSN check of data packet `p` arriving at `now`: in order it is delivered and ACKed
   // every `ack_every` packets, at the end and at a message's end; ahead of the expected PSN it
   // is NAKed once per gap; behind it (a duplicate) it is re-acknowledged.
   Response on_data(const Packet& p, Time now, int ack_every);
+  // The same for out-of-order placement and selective repeat: a packet ahead of the expected
+  // PSN is placed (and SACKed); the expected PSN then moves over the filled prefix.
+  Response on_data_placed(const Packet& p, Time now, int ack_every);
+  // out_of_order: the hole timer fired; true if the hole it was armed for is still open (the
+  // NIC NAKs it). Re-arms itself (`hole_timer`) while a hole remains.
+  bool on_hole_timer();
   // Addresses `a` (sent by `host`) to the requester of this QP.
   void address_reply(Packet& a, int host) const;
   // Fills `a` as an ACK or NAK carrying the next expected PSN, echoing `timestamp` (of the
@@ -132,7 +202,11 @@ struct ResponderQp {
 // The per-packet operations are inline: they run for every packet a NIC sends or receives.
 
 inline void RequesterQp::write_next_packet(Packet& p, uint32_t index, int host, int64_t mtu) {
-  const uint32_t psn = next_psn++;
+  write_packet(p, next_psn++, index, host, mtu);
+}
+
+inline void RequesterQp::write_packet(Packet& p, uint32_t psn, uint32_t index, int host,
+                                      int64_t mtu) {
   p.type = PacketType::Data;
   p.flow = flow.id;
   p.src_host = static_cast<uint32_t>(host);
@@ -197,9 +271,11 @@ inline Time RequesterQp::cc_timer_due(Time now) {
 inline bool RequesterQp::on_ack(const Packet& ack, Time now, Time ack_timeout, int64_t mtu) {
   if (done || ack.psn <= unacked_psn) return false;
   const uint32_t acked = ack.psn - unacked_psn;
+  const uint32_t from = unacked_psn;
   unacked_psn = ack.psn;
   if (next_psn < unacked_psn) next_psn = unacked_psn;
   deadline = now + ack_timeout;
+  if (selective()) [[unlikely]] sack_advance(from, now - ack.timestamp);
   if (cc) {
     AckRecord a;
     a.now = now;
@@ -223,6 +299,7 @@ inline bool RequesterQp::on_nak(uint32_t psn, Time now, Time ack_timeout) {
 }
 
 inline ResponderQp::Response ResponderQp::on_data(const Packet& p, Time now, int ack_every) {
+  if (mode != ReceiverMode::GoBackN) [[unlikely]] return on_data_placed(p, now, ack_every);
   Response r;
   if (p.ecn == Ecn::Ce) ce_to_echo = true;
   if (p.psn == expected_psn) {
@@ -231,19 +308,23 @@ inline ResponderQp::Response ResponderQp::on_data(const Packet& p, Time now, int
     nak_outstanding = false;
     if (expected_psn == packets) last_byte = now;
     if (connection && p.message != 0) {
-      r.message_arrived = true;
+      r.messages = 1;
       r.sequence = uint64_t{p.message - 1} * lanes + lane;
     }
     r.reply = expected_psn % static_cast<uint32_t>(ack_every) == 0 || expected_psn == packets ||
               p.message != 0;
   } else if (p.psn > expected_psn) {
     // Sequence error: one NAK per gap (IB responder behaviour); the requester goes back.
+    ++counters.out_of_sequence;
+    counters.max_reorder_depth = std::max(counters.max_reorder_depth, p.psn - expected_psn);
     if (!nak_outstanding) {
       nak_outstanding = true;
+      ++counters.naks_sent;
       r.reply = true;
       r.reply_type = PacketType::Nak;
     }
   } else {
+    ++counters.duplicates;
     r.reply = true;  // duplicate: re-acknowledge what we have
   }
   return r;

@@ -49,6 +49,12 @@ struct FlowRecord {
   int64_t cnps_sent = 0;      // by the responder's notification point
   int64_t cnps_received = 0;  // by the requester's reaction point
   int64_t rate_cuts = 0;
+  // The responder's counters (receiver_mode.h), summed over the flow's QPs.
+  int64_t out_of_sequence = 0;
+  int64_t naks_sent = 0;
+  int64_t sacks_sent = 0;
+  int64_t duplicates = 0;
+  int64_t max_reorder_depth = 0;
 
   Time fct() const { return finish - spec.start; }
   // Message bits over flow completion time, bits per second.
@@ -96,6 +102,28 @@ constexpr auto record_fields(std::type_identity<FlowRecord>) {
             "period merged several CNPs into one cut. The rate set by "
             "`rate_to_set_on_first_cnp` counts as one. 0 when congestion control is off.",
             Merge::Sum),
+      field("out_of_sequence", &FlowRecord::out_of_sequence, "packets",
+            "Data packets the destination received ahead of the PSN it expected (the ConnectX "
+            "counter `out_of_sequence`). Go-back-N drops them; out-of-order placement and "
+            "selective repeat keep those within `nic.receiver.window`.",
+            Merge::Sum),
+      field("naks_sent", &FlowRecord::naks_sent, "NAKs",
+            "Sequence-error NAKs the destination sent (what the source's `packet_seq_err` "
+            "counts): one per gap under go-back-N, one per hole that outlived "
+            "`nic.receiver.nak_delay` under out-of-order placement, none under selective repeat.",
+            Merge::Sum),
+      field("sacks_sent", &FlowRecord::sacks_sent, "SACKs",
+            "Selective acknowledgements the destination sent (selective repeat: one per packet "
+            "placed out of order).",
+            Merge::Sum),
+      field("duplicates", &FlowRecord::duplicates, "packets",
+            "Data packets the destination had already received or placed (the ConnectX counter "
+            "`duplicate_request`).",
+            Merge::Sum),
+      field("max_reorder_depth", &FlowRecord::max_reorder_depth, "packets",
+            "Largest distance, in PSNs, of an arrival ahead of the PSN the destination expected "
+            "(0 if every packet arrived in order).",
+            Merge::Max),
   };
 }
 
