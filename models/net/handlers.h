@@ -51,7 +51,7 @@ enum : uint32_t {
   kLinkState = 14,       // data = 1 up / 0 down (the NIC's one link)
   kAckTimeout = kBackgroundHandler | 8,  // data = requester QP
   kRateSample = kBackgroundHandler | 9,
-  kWatchdog = kBackgroundHandler | 10,  // the PFC watchdog polls the NIC's send queues
+  kWatchdog = kBackgroundHandler | 10,   // the PFC watchdog polls the NIC's send queues
   kHoleTimer = kBackgroundHandler | 11,  // data = responder QP: out_of_order NAKs a hole now
 };
 }  // namespace nic_handler

@@ -107,15 +107,15 @@ const NicParams kNicParams{
                           [](ParamReader& r, NicConfig& c) {
                             c.receiver = read_receiver_config(r.raw("receiver"));
                           }),
-        NicParams::field(&NicConfig::qps_per_flow,
-                         {"qps_per_flow", ParamType::Integer, "1",
-                          "queue pairs per flow: a flow's data is split over this many QPs (in "
-                          "chunks of ceil(size / n) rounded up to 128 bytes, as "
-                          "NCCL_IB_SPLIT_DATA_ON_QPS splits a message), each with its own UDP "
-                          "source port and so its own ECMP hash; the flow completes when all "
-                          "are acknowledged",
-                          "fabtwin; NCCL's split of a message over the QPs of a connection",
-                          "1..256"}),
+        NicParams::field(
+            &NicConfig::qps_per_flow,
+            {"qps_per_flow", ParamType::Integer, "1",
+             "queue pairs per flow: a flow's data is split over this many QPs (in "
+             "chunks of ceil(size / n) rounded up to 128 bytes, as "
+             "NCCL_IB_SPLIT_DATA_ON_QPS splits a message), each with its own UDP "
+             "source port and so its own ECMP hash; the flow completes when all "
+             "are acknowledged",
+             "fabtwin; NCCL's split of a message over the QPs of a connection", "1..256"}),
         NicParams::custom({"cc", ParamType::List, "{}",
                            "congestion control; see nic.cc (fabtwin describe cc)", "fabtwin"},
                           [](ParamReader& r, NicConfig&) { r.raw("cc"); }),  // read_cc_config

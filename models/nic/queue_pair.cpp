@@ -41,8 +41,8 @@ void RequesterQp::sack_advance(uint32_t from, Time rtt) {
   if (rtt < min_rtt) {
     min_rtt = rtt;
     if (bdp_auto) {
-      bdp_cap = std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(line_rate.bps) *
-                                                          rtt.seconds() / 8.0));
+      bdp_cap = std::max<int64_t>(
+          1, static_cast<int64_t>(static_cast<double>(line_rate.bps) * rtt.seconds() / 8.0));
     }
   }
 }

@@ -134,7 +134,7 @@ struct RequesterQp {
   // IRN's timeout: rto_low with few packets in flight, else rto_high.
   Time retransmit_timeout(const ReceiverConfig& c) const {
     return next_psn - unacked_psn <= static_cast<uint32_t>(c.rto_low_packets) ? c.rto_low
-                                                                               : c.rto_high;
+                                                                              : c.rto_high;
   }
 
  private:
@@ -177,8 +177,8 @@ struct ResponderQp {
     uint64_t sequence = 0;  // the first one's sequence number on the connection (then + lanes)
     bool reply = false;     // send `reply_type`
     PacketType reply_type = PacketType::Ack;
-    uint32_t sacked_psn = 0;       // a SACK's out-of-order PSN
-    bool arm_hole_timer = false;   // out_of_order: a hole opened; NAK it after nak_delay
+    uint32_t sacked_psn = 0;      // a SACK's out-of-order PSN
+    bool arm_hole_timer = false;  // out_of_order: a hole opened; NAK it after nak_delay
   };
   // Sets the mode and allocates its bitmaps (`window` PSNs), once, at set-up.
   void set_mode(ReceiverMode m, int window);
@@ -275,7 +275,8 @@ inline bool RequesterQp::on_ack(const Packet& ack, Time now, Time ack_timeout, i
   unacked_psn = ack.psn;
   if (next_psn < unacked_psn) next_psn = unacked_psn;
   deadline = now + ack_timeout;
-  if (selective()) [[unlikely]] sack_advance(from, now - ack.timestamp);
+  if (selective()) [[unlikely]]
+    sack_advance(from, now - ack.timestamp);
   if (cc) {
     AckRecord a;
     a.now = now;
@@ -299,7 +300,8 @@ inline bool RequesterQp::on_nak(uint32_t psn, Time now, Time ack_timeout) {
 }
 
 inline ResponderQp::Response ResponderQp::on_data(const Packet& p, Time now, int ack_every) {
-  if (mode != ReceiverMode::GoBackN) [[unlikely]] return on_data_placed(p, now, ack_every);
+  if (mode != ReceiverMode::GoBackN) [[unlikely]]
+    return on_data_placed(p, now, ack_every);
   Response r;
   if (p.ecn == Ecn::Ce) ce_to_echo = true;
   if (p.psn == expected_psn) {
