@@ -310,3 +310,86 @@ TEST_CASE("qps_per_flow splits a flow over QPs that all must finish", "[receiver
   // The parts share the link round robin: the flow ends about when one QP would have.
   CHECK(f.fct().seconds() == Approx(one.flows[0].fct().seconds()).epsilon(0.02));
 }
+
+TEST_CASE("a WRITE with immediate after the data completes the message, after all of it",
+          "[receiver][collectives]") {
+  RequesterQp qp;
+  qp.connection = true;
+  qp.post_message(10'000, 4096, Time{}, microseconds(100), true);  // 3 data packets + 1
+  REQUIRE(qp.packets == 4);
+  Packet p[4];
+  for (Packet& x : p) qp.write_next_packet(x, 0, 0, 4096);
+  CHECK(p[2].payload == 10'000 - 2 * 4096);
+  CHECK(p[2].message == 0);  // the data's last packet does not complete the message
+  CHECK(p[3].payload == 0);
+  CHECK(p[3].message == 1);
+  CHECK(p[3].frame == roce::data_frame(0, true) + kImmediateBytes);
+  // Out of order, the immediate first: the message is whole only when the data is in.
+  ResponderQp rq;
+  rq.connection = true;
+  rq.packets = UINT32_MAX;
+  rq.set_mode(ReceiverMode::OutOfOrder, 64);
+  CHECK(rq.on_data(p[3], Time{}, 1).messages == 0);
+  CHECK(rq.on_data(p[1], Time{}, 1).messages == 0);
+  CHECK(rq.on_data(p[2], Time{}, 1).messages == 0);
+  CHECK(rq.on_data(p[0], Time{}, 1).messages == 1);
+  CHECK(rq.bytes == 10'000);
+}
+
+namespace {
+
+RunResult all_gather(const std::vector<std::string>& extra) {
+  ScenarioDocument doc =
+      testing::inline_document({{"topology",
+                                 {{"type", "rail_optimized"},
+                                  {"nodes", 2},
+                                  {"gpus_per_node", 2},
+                                  {"nics_per_node", 1},
+                                  {"spines", 0}}},
+                                {"fabric", {{"link", {{"rate", "200Gbps"}, {"delay", "1us"}}}}},
+                                {"traffic",
+                                 {{{"type", "collective"},
+                                   {"op", "all_gather"},
+                                   {"size", "1MiB"},
+                                   {"iterations", 1},
+                                   {"warmup_iterations", 0}}}},
+                                {"run", {{"end", "100ms"}}}});
+  for (const std::string& s : extra) apply_override(doc.root, s);
+  Fabric fabric(doc);
+  return fabric.run();
+}
+
+}  // namespace
+
+TEST_CASE(
+    "nccl: split data on QPs sends a part of every message on each QP; AR mode one more "
+    "packet per message above the threshold",
+    "[receiver][collectives]") {
+  const RunResult plain = all_gather({"nccl.ib_qps_per_connection=4"});
+  const RunResult split =
+      all_gather({"nccl.ib_qps_per_connection=4", "nccl.ib_split_data_on_qps=true"});
+  const RunResult ar = all_gather({"nccl.ib_qps_per_connection=4", "nccl.ib_adaptive_routing=true",
+                                   "nccl.ib_ar_threshold=8192B"});
+  int64_t plain_packets = 0, split_packets = 0, above = 0, messages = 0;
+  for (const CollectiveTransferRecord& t : plain.collective_transfers) {
+    if (t.transport != CollectiveTransport::Net) continue;
+    ++messages;
+    above += t.bytes > 8192 ? 1 : 0;
+    plain_packets += std::max<int64_t>(1, (t.bytes + 4095) / 4096);
+    const int64_t chunk = ((t.bytes + 3) / 4 + 127) / 128 * 128;
+    for (int q = 0; q < 4; ++q) {
+      const int64_t part = std::clamp<int64_t>(t.bytes - chunk * q, 0, chunk);
+      split_packets += std::max<int64_t>(1, (part + 4095) / 4096);
+    }
+  }
+  REQUIRE(messages > 0);
+  REQUIRE(above > 0);
+  CHECK(plain.data_packets_sent == plain_packets);
+  CHECK(split.data_packets_sent == split_packets);
+  CHECK(ar.data_packets_sent == plain_packets + above);
+  for (const RunResult* r : {&plain, &split, &ar}) {
+    REQUIRE(r->collectives.size() == 1);
+    CHECK(r->collective_transfers.size() == plain.collective_transfers.size());
+    for (const CollectiveTransferRecord& t : r->collective_transfers) CHECK(t.arrived > t.posted);
+  }
+}

@@ -156,9 +156,31 @@ const NcclParams kNcclParams{
         NcclParams::field(
             &NcclConfig::qps_per_connection,
             {"ib_qps_per_connection", ParamType::Integer, "1",
-             "NCCL_IB_QPS_PER_CONNECTION: queue pairs per network connection; messages alternate "
-             "over them, each with its own UDP source port (ECMP entropy)",
+             "NCCL_IB_QPS_PER_CONNECTION: queue pairs per network connection, each with its own "
+             "UDP source port (ECMP entropy); messages alternate over them, or are split over "
+             "all of them with ib_split_data_on_qps",
              "NCCL default", "1..128"}),
+        NcclParams::field(
+            &NcclConfig::split_data_on_qps,
+            {"ib_split_data_on_qps", ParamType::Boolean, "false",
+             "NCCL_IB_SPLIT_DATA_ON_QPS: each message is split over all the connection's QPs "
+             "(ceil(size / QPs) rounded up to 128 bytes per QP, an empty part still one packet) "
+             "and arrives when every part has; off: whole messages alternate over the QPs",
+             "NCCL default 0 (net_ib; it was 1 in NCCL 2.12)"}),
+        NcclParams::field(
+            &NcclConfig::adaptive_routing,
+            {"ib_adaptive_routing", ParamType::Boolean, "false",
+             "NCCL_IB_ADAPTIVE_ROUTING: a message above ib_ar_threshold goes as RDMA WRITEs "
+             "followed by a zero-byte WRITE with immediate (one more packet, after all the data "
+             "on its QP) that completes it at the receiver; below it, one WRITE with immediate",
+             "NCCL default: on for InfiniBand, off for RoCE"}),
+        NcclParams::custom(
+            {"ib_ar_threshold", ParamType::Bytes, "\"8192B\"",
+             "NCCL_IB_AR_THRESHOLD: the message size above which ib_adaptive_routing applies",
+             "NCCL default 8192"},
+            [](ParamReader& r, NcclConfig& c) {
+              c.ar_threshold = r.bytes("ib_ar_threshold").count;
+            }),
         NcclParams::custom(
             {"p2p_net_chunksize", ParamType::Bytes, "\"128KiB\"",
              "NCCL_P2P_NET_CHUNKSIZE: all-to-all / send-receive chunk over the network", "NCCL"},

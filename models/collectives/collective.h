@@ -42,6 +42,9 @@ struct NcclConfig {
   int max_channels;
   int channels;  // communicator channels ("auto": 2 per NIC of a node)
   int qps_per_connection;
+  bool split_data_on_qps;  // each message split over the connection's QPs (else alternating)
+  bool adaptive_routing;   // NCCL_IB_ADAPTIVE_ROUTING: data as WRITEs, then a WRITE with imm
+  int64_t ar_threshold;    // messages above this many bytes go that way
   int64_t p2p_net_chunk;
   int64_t p2p_nvlink_chunk;
 

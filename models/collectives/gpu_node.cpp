@@ -82,6 +82,14 @@ void GpuNodeRecords::append(const GpuNodeRecords& o) {
 void GpuNode::begin() {
   send_.resize(setup_.connections.size());
   recv_.resize(setup_.connections.size());
+  if (setup_.nccl.split_data_on_qps) {
+    const auto qps = static_cast<size_t>(setup_.nccl.qps_per_connection);
+    for (size_t id = 0; id < setup_.connections.size(); ++id) {
+      if (setup_.connections[id].transport != CollectiveTransport::Net) continue;
+      send_[id].parts.assign(qps, 0);
+      recv_[id].parts.assign(qps, 0);
+    }
+  }
   for (const auto& s : streams_) {
     hold_work();  // released when this node has run the last size
     schedule_self(setup_.specs[s->spec].start, kOpStart, uint64_t{s->spec} << 32);
@@ -91,13 +99,24 @@ void GpuNode::begin() {
 void GpuNode::handle(const Event& e) {
   const uint32_t index = kind_index(e.kind);
   switch (kind_handler(e.kind)) {
-    case kNicMessageArrived:
+    case kNicMessageArrived: {
+      const auto id = static_cast<uint32_t>(e.data >> 32);
+      RecvSide& r = recv_[id];
+      if (r.parts.empty()) {
+        message_arrived(id, static_cast<uint32_t>(e.data));
+        break;
+      }
+      const int64_t before = *std::min_element(r.parts.begin(), r.parts.end());
+      const int64_t whole = whole_messages(r.parts, e.data & 0xFFFFFFFF);
+      for (int64_t m = before; m < whole; ++m) message_arrived(id, static_cast<uint32_t>(m));
+      break;
+    }
     case kNvArrive:
       message_arrived(static_cast<uint32_t>(e.data >> 32), static_cast<uint32_t>(e.data));
       break;
     case kNicMessageAcked: {
       SendSide& s = send_[e.data >> 32];
-      ++s.acked;
+      s.acked = s.parts.empty() ? s.acked + 1 : whole_messages(s.parts, e.data & 0xFFFFFFFF);
       wake(s.waiter);
       break;
     }
@@ -263,9 +282,19 @@ void GpuNode::finish_unit(uint32_t stream, uint32_t lane) {
     } else {
       Time delay = setup_.nccl.net_step_latency + setup_.gpu.pcie_latency;
       if (!setup_.gpu.gpudirect) delay += setup_.gpu.bounce_latency;
-      const uint32_t qp = conn.send_qps[sequence % conn.send_qps.size()];
-      schedule(now() + delay, static_cast<ComponentId>(conn.src_host), kNicPostMessage,
-               post_data(qp, u.bytes));
+      const bool immediate = setup_.nccl.adaptive_routing && u.bytes > setup_.nccl.ar_threshold;
+      const auto qps = static_cast<uint32_t>(conn.send_qps.size());
+      if (setup_.nccl.split_data_on_qps) {  // a part on every QP, as ncclIbMultiSend splits
+        const int64_t chunk = ((u.bytes + qps - 1) / qps + 127) / 128 * 128;
+        for (uint32_t q = 0; q < qps; ++q) {
+          const int64_t part = std::clamp<int64_t>(u.bytes - chunk * q, 0, chunk);
+          schedule(now() + delay, static_cast<ComponentId>(conn.src_host), kNicPostMessage,
+                   post_data(conn.send_qps[q], part, immediate));
+        }
+      } else {
+        schedule(now() + delay, static_cast<ComponentId>(conn.src_host), kNicPostMessage,
+                 post_data(conn.send_qps[sequence % qps], u.bytes, immediate));
+      }
       if (setup_.record_timeline)
         records_.posted.push_back({id, static_cast<uint32_t>(sequence), s.op,
                                    static_cast<uint32_t>(rank.iteration), u.bytes, now()});
@@ -326,6 +355,11 @@ void GpuNode::barrier(uint32_t spec, uint32_t position) {
     schedule(now() + setup_.barrier_latency[spec], node_components_[v], kOpStart,
              uint64_t{spec} << 32 | (position + 1));
   }
+}
+
+int64_t GpuNode::whole_messages(std::vector<int64_t>& parts, uint64_t sequence) {
+  ++parts[sequence % parts.size()];
+  return *std::min_element(parts.begin(), parts.end());
 }
 
 void GpuNode::message_arrived(uint32_t connection, uint32_t sequence) {

@@ -81,13 +81,19 @@ class GpuNode final : public Component {
   // Per connection, the sender's and the receiver's view (used only where this node is one).
   struct SendSide {
     int64_t posted = 0, credited = 0, acked = 0;
-    int64_t waiter = -1;  // stream << 32 | lane waiting for a slot
+    int64_t waiter = -1;         // stream << 32 | lane waiting for a slot
+    std::vector<int64_t> parts;  // messages split over QPs: parts acknowledged on each QP
   };
   struct RecvSide {
     int64_t arrived = 0, consumed = 0;  // messages complete in order, consumed by the GPU
     uint64_t early = 0;                 // bit i: message `arrived + i` is already here
     int64_t waiter = -1;                // stream << 32 | lane waiting for a message
+    std::vector<int64_t> parts;         // messages split over QPs: parts arrived on each QP
   };
+  // A message split over the QPs of a connection (nccl.ib_split_data_on_qps) is whole when
+  // every QP has its part: the count of messages whole, after one more part on the QP of
+  // `sequence` (message * QPs + QP, as the NIC numbers them).
+  static int64_t whole_messages(std::vector<int64_t>& parts, uint64_t sequence);
   std::vector<SendSide> send_;
   std::vector<RecvSide> recv_;
   std::vector<Time> nvlink_free_;   // per local GPU: when its NVLink egress is free

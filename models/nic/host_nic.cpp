@@ -256,8 +256,8 @@ uint32_t HostNic::add_connection_receive_qp(uint32_t connection, int src, int ds
   return rq;
 }
 
-void HostNic::post_message(uint32_t qp, int64_t bytes) {
-  send_qps_[qp].post_message(bytes, config_.mtu.count, now(), config_.ack_timeout);
+void HostNic::post_message(uint32_t qp, int64_t bytes, bool immediate) {
+  send_qps_[qp].post_message(bytes, config_.mtu.count, now(), timeout_of(send_qps_[qp]), immediate);
   activate(qp);
   pump();
 }
@@ -401,7 +401,8 @@ void HostNic::on_timer(const Event& e) {
       break;
     case kNicPostMessage:
       post_message(static_cast<uint32_t>(e.data >> 40),
-                   static_cast<int64_t>(e.data & ((uint64_t{1} << 40) - 1)));
+                   static_cast<int64_t>(e.data & (kPostImmediate - 1)),
+                   (e.data & kPostImmediate) != 0);
       break;
     case kRxDrained: {
       if (now() < rx_stall_end_ && now() >= rx_stall_start_) [[unlikely]] {

@@ -54,9 +54,12 @@ struct NicConfig {
   bool operator==(const NicConfig&) const = default;
 };
 
-// The data of a kNicPostMessage event (handlers.h): post `bytes` on connection QP `qp`.
-inline uint64_t post_data(uint32_t qp, int64_t bytes) {
-  return static_cast<uint64_t>(qp) << 40 | static_cast<uint64_t>(bytes);
+// The data of a kNicPostMessage event (handlers.h): post `bytes` (below 2^39) on connection QP
+// `qp`, with a zero-byte WRITE with immediate after the data if `immediate`.
+inline constexpr uint64_t kPostImmediate = uint64_t{1} << 39;
+inline uint64_t post_data(uint32_t qp, int64_t bytes, bool immediate = false) {
+  return static_cast<uint64_t>(qp) << 40 | (immediate ? kPostImmediate : 0) |
+         static_cast<uint64_t>(bytes);
 }
 
 // One sample of a queue pair's congestion-control state.
@@ -147,7 +150,7 @@ class HostNic final : public NetworkNode {
   }
   void arm_timer(RequesterQp& qp);
   void go_back_to(RequesterQp& qp, uint32_t psn);
-  void post_message(uint32_t qp, int64_t bytes);
+  void post_message(uint32_t qp, int64_t bytes, bool immediate);
   void notify_host(uint32_t kind, uint32_t connection, uint64_t sequence);
   void notify_acked_messages(RequesterQp& qp);
   void set_link(bool up);

@@ -2,11 +2,13 @@
 
 namespace fabtwin {
 
-void RequesterQp::post_message(int64_t bytes, int64_t mtu, Time now, Time ack_timeout) {
-  const int64_t n = std::max<int64_t>(1, (bytes + mtu - 1) / mtu);
+void RequesterQp::post_message(int64_t bytes, int64_t mtu, Time now, Time ack_timeout,
+                               bool immediate) {
+  const int64_t data = std::max<int64_t>(1, (bytes + mtu - 1) / mtu);
+  const int64_t n = data + (immediate ? 1 : 0);
   packets += static_cast<uint32_t>(n);
   flow.size.count += bytes;
-  messages.emplace_back(packets, static_cast<int32_t>(bytes - (n - 1) * mtu));
+  messages.push_back({packets, static_cast<int32_t>(bytes - (data - 1) * mtu), immediate});
   if (unacked_psn + n == packets) deadline = now + ack_timeout;
 }
 
@@ -16,7 +18,7 @@ void RequesterQp::go_back_to(uint32_t psn) {
 }
 
 bool RequesterQp::take_acked_message(uint64_t& sequence) {
-  if (acked_messages >= messages.size() || messages[acked_messages].first > unacked_psn) {
+  if (acked_messages >= messages.size() || messages[acked_messages].end > unacked_psn) {
     return false;
   }
   sequence = uint64_t{acked_messages++} * lanes + lane;

@@ -24,6 +24,9 @@
 namespace fabtwin {
 
 // Packets of `bytes` split at `mtu` payload bytes (0 for an empty flow).
+// The immediate data header (ImmDt) of an RDMA WRITE with immediate.
+inline constexpr int kImmediateBytes = 4;
+
 inline int64_t packet_count(int64_t bytes, int64_t mtu) {
   return bytes / mtu + (bytes % mtu != 0 ? 1 : 0);
 }
@@ -60,7 +63,12 @@ struct RequesterQp {
   // payload of that last packet), the one holding next_psn, and how many are acknowledged.
   bool connection = false;
   uint32_t lane = 0, lanes = 1;
-  std::vector<std::pair<uint32_t, int32_t>> messages;
+  struct PostedMessage {
+    uint32_t end;          // one past its last PSN
+    int32_t last_payload;  // payload of its last data packet
+    bool immediate;        // a zero-byte write with immediate follows the data (NCCL's AR mode)
+  };
+  std::vector<PostedMessage> messages;
   uint32_t cursor = 0;
   uint32_t acked_messages = 0;
   // A flow spread over several QPs (nic.qps_per_flow): the index of its first QP, which counts
@@ -89,7 +97,9 @@ struct RequesterQp {
   bool window_open(int64_t mtu) const { return !cc || in_flight(mtu) + mtu <= cc->window(); }
 
   // A message of `bytes` (an RDMA WRITE; an empty one is still one packet) joins the queue.
-  void post_message(int64_t bytes, int64_t mtu, Time now, Time ack_timeout);
+  // `immediate`: the data goes as a plain WRITE and a zero-byte WRITE with immediate, one more
+  // packet after it, completes the message at the responder.
+  void post_message(int64_t bytes, int64_t mtu, Time now, Time ack_timeout, bool immediate = false);
   // Segmentation: fills `p` as the data packet of the next PSN (`index`: this QP's index).
   void write_next_packet(Packet& p, uint32_t index, int host, int64_t mtu);
   // The same for any PSN already sent or the next one (a selective-repeat resend).
@@ -218,17 +228,26 @@ inline void RequesterQp::write_packet(Packet& p, uint32_t psn, uint32_t index, i
   bool first = psn == 0;
   if (connection) {
     // The message holding this PSN (a go-back-N rewind may move back over several).
-    if (cursor > 0 && psn < messages[cursor - 1].first) {
+    if (cursor > 0 && psn < messages[cursor - 1].end) {
       cursor = static_cast<uint32_t>(
           std::upper_bound(messages.begin(), messages.end(), psn,
-                           [](uint32_t v, const auto& m) { return v < m.first; }) -
+                           [](uint32_t v, const PostedMessage& m) { return v < m.end; }) -
           messages.begin());
     }
-    while (messages[cursor].first <= psn) ++cursor;
-    const auto [end, last_payload] = messages[cursor];
-    first = psn == (cursor == 0 ? 0 : messages[cursor - 1].first);
-    p.payload = psn + 1 == end ? last_payload : static_cast<int32_t>(mtu);
-    if (psn + 1 == end) p.message = cursor + 1;
+    while (messages[cursor].end <= psn) ++cursor;
+    const PostedMessage& m = messages[cursor];
+    first = psn == (cursor == 0 ? 0 : messages[cursor - 1].end);
+    const uint32_t data_end = m.end - (m.immediate ? 1 : 0);
+    p.payload = psn + 1 == data_end ? m.last_payload : static_cast<int32_t>(mtu);
+    if (psn + 1 == m.end) p.message = cursor + 1;
+    if (psn == data_end) [[unlikely]] {  // the WRITE with immediate: headers, RETH and ImmDt
+      p.payload = 0;
+      p.frame = roce::data_frame(0, true) + kImmediateBytes;
+      p.priority = static_cast<uint8_t>(priority);
+      p.dscp = static_cast<uint8_t>(flow.dscp);
+      p.ecn = Ecn::Ect0;
+      return;
+    }
   } else {
     const int64_t offset = static_cast<int64_t>(psn) * mtu;
     p.payload = static_cast<int32_t>(std::min<int64_t>(mtu, flow.size.count - offset));
