@@ -272,7 +272,7 @@ RunResult lossy_incast(const std::string& mode) {
 
 }  // namespace
 
-TEST_CASE("every receiver mode recovers an incast's drops; selective repeat resends least",
+TEST_CASE("every receiver mode recovers an incast's drops, selective repeat resending least",
           "[receiver][run]") {
   int64_t retransmitted[3] = {};
   const char* modes[] = {"go_back_n", "out_of_order", "selective_repeat"};
@@ -362,7 +362,7 @@ RunResult all_gather(const std::vector<std::string>& extra) {
 }  // namespace
 
 TEST_CASE(
-    "nccl: split data on QPs sends a part of every message on each QP; AR mode one more "
+    "nccl: split data on QPs puts a part of every message on each QP, AR mode adds one "
     "packet per message above the threshold",
     "[receiver][collectives]") {
   const RunResult plain = all_gather({"nccl.ib_qps_per_connection=4"});

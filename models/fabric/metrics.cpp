@@ -327,6 +327,18 @@ int64_t packets_retransmitted(const RunResult& r) {
   return n;
 }
 
+int64_t receiver_total(const RunResult& r, int64_t FlowRecord::*counter) {
+  int64_t n = 0;
+  for (const FlowRecord& f : r.flows) n += f.*counter;
+  return n;
+}
+
+int64_t max_reorder_depth(const RunResult& r) {
+  int64_t n = 0;
+  for (const FlowRecord& f : r.flows) n = std::max(n, f.max_reorder_depth);
+  return n;
+}
+
 // --- Collectives ---------------------------------------------------------------------------------
 
 const CollectiveRow& completed_collective(const RunResult& r, int64_t row) {
@@ -612,6 +624,22 @@ std::vector<Metric> build_catalogue() {
                     [](const RunResult& r) { return counter_totals(r).cnp_received; }));
   c.push_back(total("packets_retransmitted", "packets", "Data packets the flows retransmitted.",
                     packets_retransmitted));
+  const auto receiver = [](int64_t FlowRecord::*counter) {
+    return [counter](const RunResult& r) { return receiver_total(r, counter); };
+  };
+  c.push_back(total("out_of_sequence", "packets",
+                    "Data packets of flows that arrived ahead of the expected PSN.",
+                    receiver(&FlowRecord::out_of_sequence)));
+  c.push_back(total("naks_sent", "NAKs", "Sequence-error NAKs the flows' receivers sent.",
+                    receiver(&FlowRecord::naks_sent)));
+  c.push_back(total("sacks_sent", "SACKs", "SACKs the flows' receivers sent (selective repeat).",
+                    receiver(&FlowRecord::sacks_sent)));
+  c.push_back(total("duplicates", "packets",
+                    "Data packets of flows that arrived at a receiver that already had them.",
+                    receiver(&FlowRecord::duplicates)));
+  c.push_back(total("max_reorder_depth", "packets",
+                    "Largest PSN distance of an arrival ahead of the expected PSN, any flow.",
+                    max_reorder_depth));
   c.push_back(scalar("collective_time_us", "µs", "row?",
                      "Time of one iteration of collective row `row` (nccl-tests' time).",
                      [](const RunResult& r, const Args& a) {

@@ -79,6 +79,9 @@ double port_utilization(const RunResult& r, uint32_t port);  // busy time / last
 PriorityCounters counter_totals(const RunResult& r);
 Time pause_time(const RunResult& r);  // summed over the PFC pause intervals
 int64_t packets_retransmitted(const RunResult& r);
+// A receiver counter (FlowRecord::out_of_sequence, ...) summed over the flows.
+int64_t receiver_total(const RunResult& r, int64_t FlowRecord::*counter);
+int64_t max_reorder_depth(const RunResult& r);
 
 // --- Collectives ---------------------------------------------------------------------------------
 // Collective row `row`, which must exist and have completed.

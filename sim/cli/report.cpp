@@ -218,6 +218,14 @@ void print_summary(const RunResult& r, std::ostream& out) {
   if (flows_line) {
     out << "\nflows       " << f.completed << " of " << f.flows << " completed, " << f.retransmitted
         << " packets retransmitted, " << f.timeouts << " ACK timeouts\n";
+    const int64_t out_of_sequence = receiver_total(r, &FlowRecord::out_of_sequence);
+    const int64_t duplicates = receiver_total(r, &FlowRecord::duplicates);
+    if (out_of_sequence > 0 || duplicates > 0) {
+      out << "  receivers " << out_of_sequence << " out of sequence, "
+          << receiver_total(r, &FlowRecord::naks_sent) << " NAKs, "
+          << receiver_total(r, &FlowRecord::sacks_sent) << " SACKs, " << duplicates
+          << " duplicates, reorder depth up to " << max_reorder_depth(r) << " packets\n";
+    }
   }
   if (f.completed > 0) {
     out << "  FCT       p50 " << time_text(f.fct_p50_ps) << "   p99 " << time_text(f.fct_p99_ps)
