@@ -667,8 +667,10 @@ void HostNic::on_data(Packet* p) {
     send_cnp(rq);
   }
   const ResponderQp::Response r = rq.on_data(*p, now(), config_.ack_every);
-  for (uint32_t m = 0; m < r.messages; ++m) {
-    notify_host(kNicMessageArrived, rq.flow, r.sequence + uint64_t{m} * rq.lanes);
+  if (r.messages > 0) [[unlikely]] {
+    for (uint32_t m = 0; m < r.messages; ++m) {
+      notify_host(kNicMessageArrived, rq.flow, r.sequence + uint64_t{m} * rq.lanes);
+    }
   }
   if (r.reply) send_reply(r.reply_type, rq, p->timestamp, r.sacked_psn);
   if (r.arm_hole_timer) [[unlikely]] {
@@ -729,7 +731,7 @@ void HostNic::on_sack(const Packet& p) {
 
 // What follows new progress of a requester QP: its window may open, connection messages are
 // acknowledged, a flow completes.
-void HostNic::acknowledged(RequesterQp& qp, uint32_t index) {
+[[gnu::always_inline]] inline void HostNic::acknowledged(RequesterQp& qp, uint32_t index) {
   if (qp.cc) arm_cc_timer(qp);
   if (qp.window_blocked) {
     qp.window_blocked = false;

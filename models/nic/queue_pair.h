@@ -215,8 +215,9 @@ inline void RequesterQp::write_next_packet(Packet& p, uint32_t index, int host, 
   write_packet(p, next_psn++, index, host, mtu);
 }
 
-inline void RequesterQp::write_packet(Packet& p, uint32_t psn, uint32_t index, int host,
-                                      int64_t mtu) {
+[[gnu::always_inline]] inline void RequesterQp::write_packet(Packet& p, uint32_t psn,
+                                                             uint32_t index, int host,
+                                                             int64_t mtu) {
   p.type = PacketType::Data;
   p.flow = flow.id;
   p.src_host = static_cast<uint32_t>(host);
