@@ -257,15 +257,25 @@ Feedback feedback(const Constants& k, const MarkingTerms& m, double rate) {
     f.additive = k.rate_ai * f.increases;
     return f;
   }
+  // (1-p)^(T R) - 1 once, for the timer's expiry rate, its additive share (1-p)^(F T R) as an
+  // integer power, and alpha's target when tau' = T (the paper's defaults): two exponentials
+  // per flow and step instead of four.
   const double timer_packets = k.timer * rate;
+  const double timer_miss = std::expm1(timer_packets * m.log_q);  // (1-p)^(T R) - 1, in [-1, 0]
+  const double timer_survive = 1 + timer_miss;
+  // p / ((1-p)^(-T R) - 1) = p (1-p)^(T R) / (1 - (1-p)^(T R)); 1/(T R) without marks.
   const double timer_expiry =
-      m.p == 0 ? 1 / timer_packets : m.p / std::expm1(-timer_packets * m.log_q);
+      timer_miss == 0 ? 1 / timer_packets : m.p * timer_survive / -timer_miss;
+  double past_fast_recovery = 1;  // (1-p)^(F T R), by squaring
+  double square = timer_survive;
+  for (int e = k.fast_recovery; e > 0; e >>= 1, square *= square) {
+    if (e & 1) past_fast_recovery *= square;
+  }
   f.cut = -std::expm1(k.tau * rate * m.log_q);
-  f.alpha_target = -std::expm1(k.tau_prime * rate * m.log_q);
+  f.alpha_target = k.tau_prime == k.timer ? -timer_miss : -std::expm1(k.tau_prime * rate * m.log_q);
   f.increases = rate * (m.byte_expiry + timer_expiry);
-  f.additive = k.rate_ai * rate *
-               (m.byte_additive * m.byte_expiry +
-                survive(m.log_q, k.fast_recovery * timer_packets) * timer_expiry);
+  f.additive =
+      k.rate_ai * rate * (m.byte_additive * m.byte_expiry + past_fast_recovery * timer_expiry);
   return f;
 }
 
