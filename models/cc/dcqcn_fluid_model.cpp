@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -346,7 +347,26 @@ DcqcnTrajectory dcqcn_trajectory(const DcqcnTrajectoryParams& prm) {
                     prm.model.kmax_bytes / prm.model.packet_bytes,
                     prm.model.pmax,
                     prm.model.packet_bytes};
-  const size_t n = prm.flows.size();
+  const size_t flows = prm.flows.size();
+  // Flows with the same start and size follow the same trajectory (same equations, same initial
+  // state): each such class is integrated once and counted as many times in the queue.
+  std::vector<size_t> class_of(flows);
+  std::vector<DcqcnFluidFlow> classes;
+  std::vector<double> members;
+  {
+    std::map<std::pair<double, double>, size_t> index;
+    for (size_t i = 0; i < flows; ++i) {
+      const DcqcnFluidFlow& f = prm.flows[i];
+      const auto [it, added] = index.try_emplace({f.start_s, f.packets}, classes.size());
+      if (added) {
+        classes.push_back(f);
+        members.push_back(0);
+      }
+      class_of[i] = it->second;
+      members[it->second] += 1;
+    }
+  }
+  const size_t n = classes.size();
 
   // A whole number of steps per sample; the delay is j steps and a fraction w of one.
   const int64_t per_sample = static_cast<int64_t>(std::ceil(prm.sample_s / prm.step_s - 1e-9));
@@ -358,16 +378,15 @@ DcqcnTrajectory dcqcn_trajectory(const DcqcnTrajectoryParams& prm) {
 
   DcqcnTrajectory out;
   out.step_s = h;
-  out.flows = static_cast<int>(n);
+  out.flows = static_cast<int>(flows);
   out.samples = samples;
   out.queue_bytes.resize(samples);
   out.marking_probability.resize(samples);
   out.arrival_bps.resize(samples);
-  out.rate_bps.resize(samples * n);
-  out.target_bps.resize(samples * n);
-  out.alpha.resize(samples * n);
-  out.start_s.assign(n, -1.0);
-  out.finish_s.assign(n, -1.0);
+  out.rate_bps.resize(samples * flows);
+  out.target_bps.resize(samples * flows);
+  out.alpha.resize(samples * flows);
+  std::vector<double> start_s(n, -1.0), finish_s(n, -1.0);  // per class
 
   std::vector<Feedback> history(static_cast<size_t>(slots) * n);
   std::vector<Feedback> predicted(n);  // the feedback at t + h from the predictor (j = 0 only)
@@ -380,8 +399,8 @@ DcqcnTrajectory dcqcn_trajectory(const DcqcnTrajectoryParams& prm) {
   };
   auto start_flows = [&](double t) {
     for (size_t i = 0; i < n; ++i) {
-      if (out.start_s[i] < 0 && prm.flows[i].start_s <= t + 1e-3 * h) {
-        out.start_s[i] = t;
+      if (start_s[i] < 0 && classes[i].start_s <= t + 1e-3 * h) {
+        start_s[i] = t;
         sending[i] = 1;
         y.rate[i] = y.target[i] = k.line;
         y.alpha[i] = prm.initial_alpha;
@@ -394,7 +413,7 @@ DcqcnTrajectory dcqcn_trajectory(const DcqcnTrajectoryParams& prm) {
   };
   auto queue_growth = [&](const State& s) {
     double arrival = 0;
-    for (size_t i = 0; i < n; ++i) arrival += s.rate[i];
+    for (size_t i = 0; i < n; ++i) arrival += members[i] * s.rate[i];
     const double dq = arrival - k.capacity;
     return s.queue <= 0 && dq < 0 ? 0.0 : dq;
   };
@@ -415,12 +434,12 @@ DcqcnTrajectory dcqcn_trajectory(const DcqcnTrajectoryParams& prm) {
   };
   auto record_sample = [&](size_t at) {
     double arrival = 0;
-    for (size_t i = 0; i < n; ++i) {
-      const size_t cell = at * n + i;
-      out.rate_bps[cell] = y.rate[i] * bits_per_packet;
-      out.target_bps[cell] = y.target[i] * bits_per_packet;
-      out.alpha[cell] = y.alpha[i];
-      arrival += y.rate[i];
+    for (size_t i = 0; i < n; ++i) arrival += members[i] * y.rate[i];
+    for (size_t i = 0; i < flows; ++i) {
+      const size_t cell = at * flows + i, c = class_of[i];
+      out.rate_bps[cell] = y.rate[c] * bits_per_packet;
+      out.target_bps[cell] = y.target[c] * bits_per_packet;
+      out.alpha[cell] = y.alpha[c];
     }
     out.queue_bytes[at] = y.queue * k.packet_bytes;
     out.marking_probability[at] = red(k, y.queue);
@@ -468,15 +487,19 @@ DcqcnTrajectory dcqcn_trajectory(const DcqcnTrajectoryParams& prm) {
       y.rate[i] += h / 2 * (d_rate[i] + s2.rate);
       clamp(y, i);
       y.sent[i] += h / 2 * (rate_before + y.rate[i]);
-      if (y.sent[i] >= prm.flows[i].packets) {
+      if (y.sent[i] >= classes[i].packets) {
         sending[i] = 0;
-        out.finish_s[i] = t_next;
+        finish_s[i] = t_next;
         y.rate[i] = y.target[i] = 0;
       }
     }
     start_flows(t_next);
     record_feedback(y, slot(step + 1));
     if ((step + 1) % per_sample == 0) record_sample(static_cast<size_t>((step + 1) / per_sample));
+  }
+  for (size_t i = 0; i < flows; ++i) {
+    out.start_s.push_back(start_s[class_of[i]]);
+    out.finish_s.push_back(finish_s[class_of[i]]);
   }
   return out;
 }

@@ -109,8 +109,9 @@ struct DcqcnTrajectory {
 // Integrates with Heun's method (explicit trapezoid) at a fixed step; the delayed terms are
 // interpolated linearly in a history of each flow's feedback coefficients kept for tau* (when
 // tau* is shorter than a step, between the last point and the predictor). Allocates the output
-// and the history up front and nothing per step; deterministic. Throws std::invalid_argument
-// for non-physical parameters.
+// and the history up front and nothing per step; deterministic. Flows with the same start and
+// size follow one trajectory, which is integrated once and counted once per flow in the queue.
+// Throws std::invalid_argument for non-physical parameters.
 DcqcnTrajectory dcqcn_trajectory(const DcqcnTrajectoryParams&);
 
 // Time averages and extremes of a trajectory over [after_s, end].
