@@ -168,10 +168,16 @@ FluidBottleneck fluid_bottleneck(const FabricSpec& spec) {
                (roce::wire_time(roce::cnp_frame(), capacity) + access->delay) * hops;
 
   auto note = [&](std::string s) { b.approximations.push_back(std::move(s)); };
-  note(
-      "hyper increase (R_HAI) is not in the equations: R_T grows by R_AI per event after fast "
-      "recovery (with the byte counter at " +
-      std::to_string(cc.rpg_byte_reset) + " B it rarely starts in the simulator)");
+  const double byte_counter_time =
+      static_cast<double>(cc.rpg_byte_reset) * 8 * p.flows / p.capacity_bps;  // at C/N
+  note("hyper increase (R_HAI " + rate_text(cc.rpg_hai_rate) +
+       ") is not in the equations: once both the timer and the byte counter have counted F = " +
+       std::to_string(cc.rpg_threshold) +
+       " events after a cut, the NIC adds R_HAI x stage where the model adds R_AI" +
+       (cc.rpg_threshold * byte_counter_time > 10 * cc.rpg_time_reset.seconds()
+            ? " (here the byte counter rarely gets there)"
+            : " (here the byte counter gets there within milliseconds: the model recovers from "
+              "cuts far more slowly than the NIC)"));
   note(
       "the model counts F fast-recovery events before additive increase; fabtwin's NIC, like "
       "the authors' ns-3, has F - 1");
