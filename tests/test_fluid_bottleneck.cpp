@@ -85,8 +85,8 @@ TEST_CASE("Fluid bottleneck: options and their defaults", "[fluid]") {
   o.after = Time{30'000'000'000};
   CHECK_THROWS_AS(fluid_setup(spec, b, o), std::invalid_argument);
   o = {};
-  o.sample = Time{0};
-  CHECK_THROWS_AS(fluid_setup(spec, b, o), std::invalid_argument);
+  o.sample = Time{0};  // the step's default follows it down: the message names --sample
+  CHECK_THROWS_WITH(fluid_setup(spec, b, o), Catch::Contains("--sample must be > 0"));
 }
 
 TEST_CASE("Fluid bottleneck: refuses what the equations cannot express, naming the path",
@@ -105,6 +105,20 @@ TEST_CASE("Fluid bottleneck: refuses what the equations cannot express, naming t
             .find("at nic.cc.rate_to_set_on_first_cnp:") != std::string::npos);
   CHECK(refusal({"nic.rx_drain_rate=50Gbps"}).find("at nic.rx_drain_rate:") != std::string::npos);
   CHECK(refusal({"traffic=[{\"type\": \"flows\", \"flows\": [{\"src\": 1, \"dst\": 0, \"size\": "
+                 "\"1MB\"}, {\"src\": 2, \"dst\": 3, \"size\": \"1MB\"}]}]"})
+            .find("at traffic[0]: the fluid model has one bottleneck") != std::string::npos);
+  // Every knob outside the equations is named in one message, with the settings to compare.
+  const std::string connectx = refusal({"nic.cc.profile=connectx"});
+  for (const char* part :
+       {"at nic.cc.alpha_update:", "also at nic.cc.rate_reduce_monitor_period:",
+        "also at nic.cc.clamp_tgt_rate:",
+        "--set nic.cc.alpha_update=on_cnp --set nic.cc.rate_reduce_monitor_period=0us --set "
+        "nic.cc.clamp_tgt_rate=true)"}) {
+    CHECK(connectx.find(part) != std::string::npos);
+  }
+  // What the model cannot express at all comes before knobs a user can switch.
+  CHECK(refusal({"nic.cc.profile=connectx",
+                 "traffic=[{\"type\": \"flows\", \"flows\": [{\"src\": 1, \"dst\": 0, \"size\": "
                  "\"1MB\"}, {\"src\": 2, \"dst\": 3, \"size\": \"1MB\"}]}]"})
             .find("at traffic[0]: the fluid model has one bottleneck") != std::string::npos);
   // The ConnectX profile with the paper's rules for the refused knobs is accepted.

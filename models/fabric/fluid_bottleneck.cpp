@@ -4,6 +4,8 @@
 #include <cmath>
 #include <set>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "models/net/roce_framing.h"
 
@@ -15,39 +17,60 @@ std::string rate_text(BitsPerSec r) {
   return format_rate(r);
 }
 
+// The DCQCN knobs set outside the equations, all of them in one error: the first names the JSON
+// path, the others follow, with the settings that bring the scenario within the equations.
 void check_dcqcn(const DcqcnConfig& cc) {
+  struct Mismatch {
+    std::string path, why, fix;
+  };
+  std::vector<Mismatch> found;
   if (cc.alpha_periodic) {
-    throw ScenarioError("nic.cc.alpha_update",
-                        "the fluid model updates alpha per CNP (the paper's rule, on_cnp); the "
-                        "firmware's periodic rule is not in its equations, found periodic (set "
-                        "nic.cc.alpha_update=on_cnp to compare)");
+    found.push_back({"nic.cc.alpha_update",
+                     "the fluid model updates alpha per CNP (the paper's rule, on_cnp); the "
+                     "firmware's periodic rule is not in its equations, found periodic",
+                     "nic.cc.alpha_update=on_cnp"});
   }
   if (cc.rate_reduce_monitor_period.ps > 0) {
-    throw ScenarioError("nic.cc.rate_reduce_monitor_period",
-                        "the fluid model cuts on every CNP; a monitor period merging CNPs is not "
-                        "in its equations, found " +
-                            format_time(cc.rate_reduce_monitor_period) + " (set it to 0us)");
+    found.push_back({"nic.cc.rate_reduce_monitor_period",
+                     "the fluid model cuts on every CNP; a monitor period merging CNPs is not in "
+                     "its equations, found " +
+                         format_time(cc.rate_reduce_monitor_period),
+                     "nic.cc.rate_reduce_monitor_period=0us"});
   }
   if (cc.rpg_gd != 11) {
-    throw ScenarioError("nic.cc.rpg_gd", "the fluid model cuts R_C by alpha/2 (rpg_gd 11), found " +
-                                             std::to_string(cc.rpg_gd));
+    found.push_back(
+        {"nic.cc.rpg_gd",
+         "the fluid model cuts R_C by alpha/2 (rpg_gd 11), found " + std::to_string(cc.rpg_gd),
+         "nic.cc.rpg_gd=11"});
   }
   if (cc.rpg_min_dec_fac > 50) {
-    throw ScenarioError("nic.cc.rpg_min_dec_fac",
-                        "the fluid model's cut (at most half) is not limited, which needs "
-                        "rpg_min_dec_fac <= 50, found " +
-                            std::to_string(cc.rpg_min_dec_fac));
+    found.push_back({"nic.cc.rpg_min_dec_fac",
+                     "the fluid model's cut (at most half) is not limited, which needs "
+                     "rpg_min_dec_fac <= 50, found " +
+                         std::to_string(cc.rpg_min_dec_fac),
+                     "nic.cc.rpg_min_dec_fac=50"});
   }
   if (!cc.clamp_tgt_rate) {
-    throw ScenarioError("nic.cc.clamp_tgt_rate",
-                        "the fluid model sets R_T to R_C at every cut (clamp_tgt_rate true), "
-                        "found false");
+    found.push_back({"nic.cc.clamp_tgt_rate",
+                     "the fluid model sets R_T to R_C at every cut (clamp_tgt_rate true), found "
+                     "false",
+                     "nic.cc.clamp_tgt_rate=true"});
   }
   if (cc.rate_to_set_on_first_cnp.bps != 0) {
-    throw ScenarioError("nic.cc.rate_to_set_on_first_cnp",
-                        "the fluid model cuts on the first CNP like on any other, found " +
-                            rate_text(cc.rate_to_set_on_first_cnp) + " (set it to 0)");
+    found.push_back({"nic.cc.rate_to_set_on_first_cnp",
+                     "the fluid model cuts on the first CNP like on any other, found " +
+                         rate_text(cc.rate_to_set_on_first_cnp),
+                     "nic.cc.rate_to_set_on_first_cnp=0"});
   }
+  if (found.empty()) return;
+  std::string what = found.front().why;
+  for (size_t i = 1; i < found.size(); ++i)
+    what += "; also at " + found[i].path + ": " + found[i].why;
+  what += found.size() == 1 ? " (to compare with the equations, set"
+                            : " (to compare with the equations, set all of";
+  for (const Mismatch& m : found) what += " --set " + m.fix;
+  what += ")";
+  throw ScenarioError(found.front().path, what);
 }
 
 }  // namespace
@@ -58,7 +81,6 @@ FluidBottleneck fluid_bottleneck(const FabricSpec& spec) {
     throw ScenarioError("nic.cc.algorithm",
                         "the fluid model is DCQCN's, found " + describe(nic.cc));
   }
-  check_dcqcn(nic.cc.dcqcn);
   if (!spec.collectives.empty()) {
     throw ScenarioError("collectives",
                         "the fluid model has long flows into one receiver, not collectives");
@@ -88,6 +110,7 @@ FluidBottleneck fluid_bottleneck(const FabricSpec& spec) {
   if (!nic.rx_stall_hosts.empty()) {
     throw ScenarioError("nic.rx_stall", "a stalled receiver is not in the fluid model");
   }
+  check_dcqcn(nic.cc.dcqcn);
 
   // The receiver's access link is the bottleneck: its rate is C.
   const PortPeer sw = topo.peer(receiver, 0);
@@ -223,10 +246,11 @@ FluidSetup fluid_setup(const FabricSpec& spec, const FluidBottleneck& b,
   };
   require(s.duration.ps > 0, "--duration must be > 0, found " + format_time(s.duration));
   require(s.delay.ps >= 0, "--delay must be >= 0, found " + format_time(s.delay));
-  require(s.step.ps > 0, "--step must be > 0, found " + format_time(s.step));
+  // The sample interval first: the step's default is taken from it.
   require(s.sample.ps > 0 && s.sample <= s.duration,
           "--sample must be > 0 and at most the duration (" + format_time(s.duration) +
               "), found " + format_time(s.sample));
+  require(s.step.ps > 0, "--step must be > 0, found " + format_time(s.step));
   require(s.step <= s.sample, "--step must be at most the sample interval (" +
                                   format_time(s.sample) + "), found " + format_time(s.step));
   require(
