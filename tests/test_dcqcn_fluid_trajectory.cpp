@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "dcqcn_paper_defaults.h"
 #include "models/cc/dcqcn_fluid_model.h"
 #include "test_support.h"
 
@@ -16,20 +17,7 @@ namespace {
 // The CoNEXT'16 defaults, in the authors' 1000-byte packets; N long flows starting together.
 DcqcnTrajectoryParams paper_run(double capacity_bps, int flows, double delay_s) {
   DcqcnTrajectoryParams t;
-  DcqcnFluidParams& p = t.model;
-  p.capacity_bps = capacity_bps;
-  p.flows = flows;
-  p.packet_bytes = 1000;
-  p.kmin_bytes = 5e3;
-  p.kmax_bytes = 200e3;
-  p.pmax = 0.01;
-  p.g = 1.0 / 256;
-  p.tau_s = 50e-6;
-  p.tau_prime_s = 55e-6;
-  p.timer_s = 55e-6;
-  p.byte_counter_bytes = 10e6;
-  p.fast_recovery = 5;
-  p.rate_ai_bps = 40e6;
+  t.model = paper_defaults(capacity_bps, flows);
   t.flows.assign(static_cast<size_t>(flows), DcqcnFluidFlow{});
   t.line_rate_bps = capacity_bps;
   t.initial_alpha = 1;
