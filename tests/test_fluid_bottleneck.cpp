@@ -107,15 +107,24 @@ TEST_CASE("Fluid bottleneck: refuses what the equations cannot express, naming t
                  "\"1MB\"}, {\"src\": 2, \"dst\": 3, \"size\": \"1MB\"}]}]"})
             .find("at traffic[0]: the fluid model has one bottleneck") != std::string::npos);
   // Every knob outside the equations is named in one message, with the settings to compare.
-  // The profile's periodic alpha rule is not among them: the equations' alpha is its mean.
-  const std::string connectx = refusal({"nic.cc.profile=connectx"});
-  for (const char* part :
-       {"at nic.cc.rate_reduce_monitor_period:", "also at nic.cc.clamp_tgt_rate:",
-        "(to compare with the equations, set all of --set nic.cc.rate_reduce_monitor_period=0us "
-        "--set nic.cc.clamp_tgt_rate=true)"}) {
-    CHECK(connectx.find(part) != std::string::npos);
+  const std::string two = refusal({"nic.cc.rpg_gd=12", "nic.cc.clamp_tgt_rate=false"});
+  for (const char* part : {"at nic.cc.rpg_gd:", "also at nic.cc.clamp_tgt_rate:",
+                           "(to compare with the equations, set all of --set nic.cc.rpg_gd=11 "
+                           "--set nic.cc.clamp_tgt_rate=true)"}) {
+    CHECK(two.find(part) != std::string::npos);
   }
+  // A monitor period up to the CNP interval (50 us here) merges no CNPs: accepted.
+  CHECK(refusal({"nic.cc.rate_reduce_monitor_period=50us"}).empty());
+  CHECK(refusal({"nic.cc.rate_reduce_monitor_period=60us"})
+            .find("at nic.cc.rate_reduce_monitor_period:") != std::string::npos);
+  // The ConnectX profile: its periodic alpha rule (the equations' alpha is its mean) and its
+  // 4 us monitor period (its CNP interval is 4 us) are not refused, its target rule is.
+  const std::string connectx = refusal({"nic.cc.profile=connectx"});
+  CHECK(connectx.find("at nic.cc.clamp_tgt_rate:") != std::string::npos);
+  CHECK(connectx.find("(to compare with the equations, set --set nic.cc.clamp_tgt_rate=true)") !=
+        std::string::npos);
   CHECK(connectx.find("alpha_update") == std::string::npos);
+  CHECK(connectx.find("monitor") == std::string::npos);
   CHECK(refusal({"nic.cc.alpha_update=periodic"}).empty());
   // What the model cannot express at all comes before knobs a user can switch.
   CHECK(refusal({"nic.cc.profile=connectx",
@@ -123,7 +132,5 @@ TEST_CASE("Fluid bottleneck: refuses what the equations cannot express, naming t
                  "\"1MB\"}, {\"src\": 2, \"dst\": 3, \"size\": \"1MB\"}]}]"})
             .find("at traffic[0]: the fluid model has one bottleneck") != std::string::npos);
   // The ConnectX profile with the paper's rules for the refused knobs is accepted.
-  CHECK(refusal({"nic.cc.profile=connectx", "nic.cc.rate_reduce_monitor_period=0us",
-                 "nic.cc.clamp_tgt_rate=true"})
-            .empty());
+  CHECK(refusal({"nic.cc.profile=connectx", "nic.cc.clamp_tgt_rate=true"}).empty());
 }

@@ -24,10 +24,14 @@ void check_dcqcn(const DcqcnConfig& cc) {
     std::string path, why, fix;
   };
   std::vector<Mismatch> found;
-  if (cc.rate_reduce_monitor_period.ps > 0) {
+  // The notification point sends a flow at most one CNP per min_time_between_cnps, so a monitor
+  // period no longer than that merges none (up to jitter on the way back).
+  if (cc.rate_reduce_monitor_period > cc.min_time_between_cnps) {
     found.push_back({"nic.cc.rate_reduce_monitor_period",
-                     "the fluid model cuts on every CNP; a monitor period merging CNPs is not in "
-                     "its equations, found " +
+                     "the fluid model cuts on every CNP; a monitor period longer than the CNP "
+                     "interval min_time_between_cnps (" +
+                         format_time(cc.min_time_between_cnps) +
+                         ") merges CNPs, which is not in its equations, found " +
                          format_time(cc.rate_reduce_monitor_period),
                      "nic.cc.rate_reduce_monitor_period=0us"});
   }
@@ -219,6 +223,12 @@ FluidBottleneck fluid_bottleneck(const FabricSpec& spec) {
                        : "alpha rises at each CNP and decays each tau' without one "
                          "(alpha_update on_cnp); the equations average this as a rise in every "
                          "period tau' that holds a mark, the same while tau' is near tau"));
+  if (cc.rate_reduce_monitor_period.ps > 0) {
+    note("the NIC merges CNPs that reach it less than rate_reduce_monitor_period (" +
+         format_time(cc.rate_reduce_monitor_period) +
+         ") apart, which the CNP interval prevents but for jitter on the way back; the model "
+         "cuts on each");
+  }
   note(
       "the model counts F fast-recovery events before additive increase; fabtwin's NIC, like "
       "the authors' ns-3, has F - 1");
