@@ -111,6 +111,17 @@ void info_line(NcclTestsLog& log, const std::string& text) {
   }
 }
 
+// mpirun --tag-output puts "[1,0]<stdout>:" before each line of each rank.
+std::string_view without_mpi_tag(std::string_view line) {
+  if (!starts_with(line, "[")) return line;
+  const size_t close = line.find("]<stdout>:");
+  if (close == std::string_view::npos) return line;
+  for (const char c : line.substr(1, close - 1)) {
+    if (c != ',' && (c < '0' || c > '9')) return line;
+  }
+  return line.substr(close + std::string_view("]<stdout>:").size());
+}
+
 bool is_nccl_debug(std::string_view t) {
   return t.find("NCCL INFO") != std::string_view::npos ||
          t.find("NCCL WARN") != std::string_view::npos;
@@ -136,7 +147,7 @@ NcclTestsLog parse_nccl_tests_log(std::string_view text, const std::string& name
   size_t header_width = 0;  // the table header's columns, when it was printed
   bool footer = false;
   for (const LogLine& l : lines) {
-    const std::string_view t = trim(l.text);
+    const std::string_view t = trim(without_mpi_tag(l.text));
     const std::vector<std::string> words = fields_of(t);
     if (is_nccl_debug(t) || starts_with(t, "NCCL version ")) {
       log.info.push_back({static_cast<uint32_t>(l.number), std::string(t.substr(0, 256))});

@@ -176,11 +176,13 @@ bool settings_line(PerftestRun& run, std::string_view line) {
 void address_line(PerftestAddress& a, const std::vector<std::string>& words) {
   for (size_t i = 2; i + 1 < words.size(); i += 2) {
     const std::string& k = words[i];
-    if (k == "LID") a.lid = words[i + 1];
-    if (k == "QPN") a.qpn = words[i + 1];
-    if (k == "PSN") a.psn = words[i + 1];
-    if (k == "RKey") a.rkey = words[i + 1];
-    if (k == "VAddr") a.vaddr = words[i + 1];
+    std::string v = words[i + 1];
+    if (v.ends_with(',')) v.pop_back();  // older perftest: "LID 0x02, QPN 0x70004b, ..."
+    if (k == "LID") a.lid = v;
+    if (k == "QPN") a.qpn = v;
+    if (k == "PSN") a.psn = v;
+    if (k == "RKey") a.rkey = v;
+    if (k == "VAddr") a.vaddr = v;
   }
 }
 
@@ -202,6 +204,7 @@ PerftestLog parse_perftest_log(std::string_view text, const std::string& name) {
   size_t table_rows = 0;
   PerftestAddress* last_address = nullptr;
   int table_line = 0;
+  bool table_seen = false;  // the current run's table has begun
   const auto end_table = [&](const LogLine& at) {
     if (table && table_rows == 0) fail_at(name, at.number, "a result row", at.text);
     table.reset();
@@ -310,6 +313,7 @@ PerftestLog parse_perftest_log(std::string_view text, const std::string& name) {
     if (std::optional<PerftestRun> run = title(t)) {
       log.runs.push_back(std::move(*run));
       last_address = nullptr;
+      table_seen = false;
       continue;
     }
     if (starts_with(t, "#bytes")) {
@@ -334,6 +338,7 @@ PerftestLog parse_perftest_log(std::string_view text, const std::string& name) {
       run.bandwidth_unit = header_unit;
       table_rows = 0;
       table_line = l.number;
+      table_seen = true;
       continue;
     }
     if (log.runs.empty()) continue;  // shell prompts, server banners, warnings before the test
@@ -350,7 +355,7 @@ PerftestLog parse_perftest_log(std::string_view text, const std::string& name) {
       last_address->gid = words[1];
       continue;
     }
-    if (run.local.qpn.empty()) settings_line(run, l.text);
+    if (!table_seen) settings_line(run, l.text);  // the banner: up to the table
   }
   const int end = static_cast<int>(lines.size()) + 1;
   if (table && table_rows == 0) fail_at_end(name, end, "a result row");
