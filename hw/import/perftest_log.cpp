@@ -194,6 +194,104 @@ int64_t picoseconds(double us) {
   return std::llround(us * 1e6);
 }
 
+// One row of a result table, its words checked against the table's columns.
+struct TableRow {
+  const std::string& log;
+  const LogLine& line;
+  const std::vector<std::string>& words;
+  const std::string& expected;
+
+  double number(size_t i) const {
+    const std::optional<double> v = to_number(words[i]);
+    if (!v || *v < 0) fail_at(log, line.number, expected, line.text);
+    return *v;
+  }
+  int64_t integer(size_t i) const {
+    number(i);
+    const std::optional<int64_t> v = to_integer(words[i]);
+    if (!v)
+      fail_at(log, line.number, "a whole number in column " + std::to_string(i + 1), line.text);
+    return *v;
+  }
+};
+
+PerftestBandwidthRow bandwidth_row(const TableRow& r, const std::vector<Column>& columns,
+                                   const std::string& unit, const std::string& test, uint32_t run) {
+  PerftestBandwidthRow row;
+  row.run = run;
+  row.test = test;
+  row.line = r.line.number;
+  for (size_t i = 0; i < columns.size(); ++i) {
+    const double value = r.number(i);
+    switch (columns[i]) {
+      case Column::Bytes:
+        row.bytes = r.integer(i);
+        break;
+      case Column::Sl:
+        row.sl = static_cast<int32_t>(r.integer(i));
+        break;
+      case Column::Iterations:
+        row.iterations = r.integer(i);
+        break;
+      case Column::BwPeak:
+        row.peak_bps = bits_per_second(value, unit);
+        break;
+      case Column::BwAverage:
+        row.average_bps = bits_per_second(value, unit);
+        break;
+      case Column::MsgRate:
+        row.msg_rate_mpps = value;
+        break;
+      default:
+        break;  // per-port columns, CPU utilization
+    }
+  }
+  return row;
+}
+
+PerftestLatencyRow latency_row(const TableRow& r, const std::vector<Column>& columns,
+                               const std::string& test, uint32_t run) {
+  PerftestLatencyRow row;
+  row.run = run;
+  row.test = test;
+  row.line = r.line.number;
+  for (size_t i = 0; i < columns.size(); ++i) {
+    const int64_t ps = picoseconds(r.number(i));
+    switch (columns[i]) {
+      case Column::Bytes:
+        row.bytes = r.integer(i);
+        break;
+      case Column::Iterations:
+        row.iterations = r.integer(i);
+        break;
+      case Column::TMin:
+        row.t_min_ps = ps;
+        break;
+      case Column::TMax:
+        row.t_max_ps = ps;
+        break;
+      case Column::TTypical:
+        row.t_typical_ps = ps;
+        break;
+      case Column::TAvg:
+        row.t_avg_ps = ps;
+        break;
+      case Column::TStdev:
+        row.t_stdev_ps = ps;
+        break;
+      case Column::P99:
+        row.t_p99_ps = ps;
+        break;
+      case Column::P999:
+        row.t_p999_ps = ps;
+        break;
+      default:
+        break;  // transactions per second, CPU utilization
+    }
+  }
+  return row;
+}
+
 }  // namespace
 
 PerftestLog parse_perftest_log(std::string_view text, const std::string& name) {
@@ -223,89 +321,13 @@ PerftestLog parse_perftest_log(std::string_view text, const std::string& name) {
                                    " numbers (the table header is line " +
                                    std::to_string(table_line) + ")";
       if (words.size() != columns.size()) fail_at(name, l.number, expected, l.text);
-      std::vector<double> values;
-      for (const std::string& w : words) {
-        const std::optional<double> v = to_number(w);
-        if (!v || *v < 0) fail_at(name, l.number, expected, l.text);
-        values.push_back(*v);
-      }
-      const auto integer = [&](size_t i) {
-        const std::optional<int64_t> v = to_integer(words[i]);
-        if (!v)
-          fail_at(name, l.number, "a whole number in column " + std::to_string(i + 1), l.text);
-        return *v;
-      };
+      const TableRow row{name, l, words, expected};
       PerftestRun& run = log.runs.back();
       const uint32_t index = static_cast<uint32_t>(log.runs.size() - 1);
       if (run.test.ends_with("_bw")) {
-        PerftestBandwidthRow row;
-        row.run = index;
-        row.test = run.test;
-        row.line = l.number;
-        for (size_t i = 0; i < columns.size(); ++i) {
-          switch (columns[i]) {
-            case Column::Bytes:
-              row.bytes = integer(i);
-              break;
-            case Column::Sl:
-              row.sl = static_cast<int32_t>(integer(i));
-              break;
-            case Column::Iterations:
-              row.iterations = integer(i);
-              break;
-            case Column::BwPeak:
-              row.peak_bps = bits_per_second(values[i], unit);
-              break;
-            case Column::BwAverage:
-              row.average_bps = bits_per_second(values[i], unit);
-              break;
-            case Column::MsgRate:
-              row.msg_rate_mpps = values[i];
-              break;
-            default:
-              break;
-          }
-        }
-        log.bandwidth.push_back(row);
+        log.bandwidth.push_back(bandwidth_row(row, columns, unit, run.test, index));
       } else {
-        PerftestLatencyRow row;
-        row.run = index;
-        row.test = run.test;
-        row.line = l.number;
-        for (size_t i = 0; i < columns.size(); ++i) {
-          switch (columns[i]) {
-            case Column::Bytes:
-              row.bytes = integer(i);
-              break;
-            case Column::Iterations:
-              row.iterations = integer(i);
-              break;
-            case Column::TMin:
-              row.t_min_ps = picoseconds(values[i]);
-              break;
-            case Column::TMax:
-              row.t_max_ps = picoseconds(values[i]);
-              break;
-            case Column::TTypical:
-              row.t_typical_ps = picoseconds(values[i]);
-              break;
-            case Column::TAvg:
-              row.t_avg_ps = picoseconds(values[i]);
-              break;
-            case Column::TStdev:
-              row.t_stdev_ps = picoseconds(values[i]);
-              break;
-            case Column::P99:
-              row.t_p99_ps = picoseconds(values[i]);
-              break;
-            case Column::P999:
-              row.t_p999_ps = picoseconds(values[i]);
-              break;
-            default:
-              break;
-          }
-        }
-        log.latency.push_back(row);
+        log.latency.push_back(latency_row(row, columns, run.test, index));
       }
       ++table_rows;
       continue;
