@@ -308,6 +308,36 @@ TEST_CASE("nccl-tests: NCCL INFO lines between the rows and the footer (nccl#170
   CHECK(*log.avg_bus_bandwidth == Approx(8.62002));
 }
 
+TEST_CASE("nccl-tests: what NCCL's debug lines tell (lines of several threads)", "[import]") {
+  NcclTestsLog log;
+  std::vector<LogLine> lines = split_lines(log_text("nccl-tests/nccl_info_lines.log"));
+  REQUIRE(lines.size() == 8);
+  read_nccl_debug_line(log, lines[0].text);  // "NCCL version 2.4.8+cuda10.0" (nccl#257)
+  CHECK(log.nccl_version == "2.4.8+cuda10.0");
+  read_nccl_debug_line(log, lines[1].text);  // "NET/Socket : Using [0]eth0": not "Using network"
+  read_nccl_debug_line(log, lines[2].text);
+  CHECK(log.network.empty());
+  read_nccl_debug_line(log, lines[3].text);  // "NCCL INFO Using network IBext_v8" (nccl#1291)
+  CHECK(log.network == "IBext_v8");
+  read_nccl_debug_line(log, lines[4].text);  // "... rank 1 nRanks 2 nNodes 2 localRanks 1 ..."
+  CHECK(log.nranks == 2);
+  CHECK(log.nnodes == 2);
+  read_nccl_debug_line(log, lines[5].text);  // "NCCL INFO Channel 00/04 :    0   1"
+  CHECK(log.channels == 4);
+  read_nccl_debug_line(log, lines[6].text);  // "NCCL INFO 8 coll channels, ..." (nccl#629)
+  CHECK(log.channels == 8);
+  read_nccl_debug_line(log, lines[7].text);  // NCCL_CROSS_NIC set by environment: not ALGO
+  CHECK(log.algorithm.empty());
+  CHECK(log.protocol.empty());
+  // The version line of a whole header (open-gpu-kernel-modules#45).
+  NcclTestsLog header;
+  for (const LogLine& l : split_lines(log_text("nccl-tests/all_reduce_nccl2.26_info_header.log"))) {
+    read_nccl_debug_line(header, l.text);
+  }
+  CHECK(header.nccl_version == "2.26.5+cuda12.9");
+  CHECK(header.network == "IB");
+}
+
 TEST_CASE("nccl-tests: lines tagged by mpirun --tag-output", "[import]") {
   // The PerfKitBenchmarker log as `mpirun --tag-output` would print it on rank 0.
   std::string tagged;

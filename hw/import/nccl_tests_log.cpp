@@ -75,8 +75,9 @@ std::string program_in(const std::vector<std::string>& words) {
   return "";
 }
 
-// What an NCCL INFO line says that the tables use.
-void info_line(NcclTestsLog& log, const std::string& text) {
+}  // namespace
+
+void read_nccl_debug_line(NcclTestsLog& log, std::string_view text) {
   const std::vector<std::string> w = fields_of(text);
   for (size_t i = 0; i < w.size(); ++i) {
     if (w[i] == "version" && i > 0 && w[i - 1] == "NCCL" && i + 1 < w.size())
@@ -110,6 +111,8 @@ void info_line(NcclTestsLog& log, const std::string& text) {
     }
   }
 }
+
+namespace {
 
 // mpirun --tag-output puts "[1,0]<stdout>:" before each line of each rank.
 std::string_view without_mpi_tag(std::string_view line) {
@@ -151,7 +154,7 @@ NcclTestsLog parse_nccl_tests_log(std::string_view text, const std::string& name
     const std::vector<std::string> words = fields_of(t);
     if (is_nccl_debug(t) || starts_with(t, "NCCL version ")) {
       log.info.push_back({static_cast<uint32_t>(l.number), std::string(t.substr(0, 256))});
-      info_line(log, std::string(t));
+      read_nccl_debug_line(log, t);
       continue;
     }
     if (starts_with(t, "#")) {

@@ -69,6 +69,11 @@ struct NcclTestsLog {
 // an unknown line inside the table) or when the log holds no result row.
 NcclTestsLog parse_nccl_tests_log(std::string_view text, const std::string& name);
 
+// What one NCCL INFO line (or a bare "NCCL version ..." line) tells: the NCCL version, the
+// network in use, nranks / nRanks and nNodes, the channel count, NCCL_ALGO / NCCL_PROTO set by
+// the environment; recorded into `log` (the line itself is not stored here).
+void read_nccl_debug_line(NcclTestsLog& log, std::string_view text);
+
 // The simulator's name of the collective an nccl-tests program runs: all_reduce_perf ->
 // all_reduce, alltoall_perf -> all_to_all, sendrecv_perf -> send_recv; other programs by their
 // name without "_perf". Empty for a name that is not an nccl-tests program.
