@@ -7,12 +7,15 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "hw/import/log_lines.h"
 #include "models/fabric/fabric.h"
 #include "sim/atomic_file.h"
 #include "sim/cli/bench.h"
+#include "sim/cli/compare.h"
 #include "sim/cli/deadlock.h"
 #include "sim/cli/describe.h"
 #include "sim/cli/fluid.h"
+#include "sim/cli/import.h"
 #include "sim/cli/report.h"
 #include "sim/cli/scenario_command.h"
 #include "sim/cli/sweep.h"
@@ -59,6 +62,13 @@ constexpr const char* kUsage =
     "                      or Latin-hypercube designs, seeds): a table of metrics with 95%\n"
     "                      confidence intervals, resumable, concurrent, over MPI ranks under\n"
     "                      mpirun (docs/sweeps.md)\n"
+    "  import perftest|nccl-tests LOG [--out FILE.h5] [--json FILE|-] [--op OP]\n"
+    "                      read a perftest or nccl-tests log into a measurement file in the\n"
+    "                      simulator's schema (docs/measurements.md)\n"
+    "  compare A.h5 B.h5 [--json FILE|-]\n"
+    "                      metric by metric error of A (a simulated run) against B (a\n"
+    "                      measurement): rows matched by key, unmatched rows listed; exit 1 if\n"
+    "                      nothing matches\n"
     "\n"
     "options: --help, --version\n";
 
@@ -181,6 +191,8 @@ int main(int argc, char** argv) {
     if (command == "deadlock") return command_deadlock(args);
     if (command == "fluid") return command_fluid(args);
     if (command == "sweep") return command_sweep(args, transport);
+    if (command == "import") return command_import(args);
+    if (command == "compare") return command_compare(args);
     std::cerr << "fabtwin: unknown command \"" << command << "\"\n\n" << kUsage;
     return 2;
   } catch (const ScenarioError& e) {
@@ -195,6 +207,9 @@ int main(int argc, char** argv) {
     // Only the rank that writes checks its outputs: the others must be stopped too.
     std::cerr << "fabtwin " << command << ": " << e.what() << "\n";
     return fail(2);
+  } catch (const hw::LogFormatError& e) {
+    std::cerr << "fabtwin " << command << ": " << e.what() << "\n";
+    return 2;
   } catch (const po::error& e) {
     if (!quiet) std::cerr << "fabtwin " << command << ": " << e.what() << "\n";
     return 2;
