@@ -102,11 +102,14 @@ double analytic(const std::string& name, const nlohmann::json& metric, const Fab
     p.kmax_bytes = static_cast<double>(red.kmax);
     p.pmax = red.pmax;
     p.g = cc.g();
-    p.tau_s = cc.min_time_between_cnps.seconds();
+    // tau: the least spacing of cuts, set by the notification point or the sender's monitor.
+    p.tau_s = std::max(cc.min_time_between_cnps, cc.rate_reduce_monitor_period).seconds();
     p.tau_prime_s = cc.dce_tcp_rtt.seconds();
-    p.timer_s = cc.rpg_time_reset.seconds();
-    p.byte_counter_bytes = static_cast<double>(cc.rpg_byte_reset);
-    p.fast_recovery = cc.rpg_threshold;
+    // A counter that is off never fires: an unreachable period or byte count. The model counts
+    // F events of pure fast recovery; fabtwin's default rule has F - 1 (docs/dcqcn.md).
+    p.timer_s = cc.rpg_time_reset.ps > 0 ? cc.rpg_time_reset.seconds() : 1e9;
+    p.byte_counter_bytes = cc.rpg_byte_reset > 0 ? static_cast<double>(cc.rpg_byte_reset) : 1e18;
+    p.fast_recovery = cc.fast_recovery_f ? cc.rpg_threshold : cc.rpg_threshold - 1;
     p.rate_ai_bps = static_cast<double>(cc.rpg_ai_rate.bps);
     return dcqcn_fixed_point(p).queue_bytes;
   }
