@@ -416,6 +416,7 @@ TEST_CASE("with ack_echo the receiver sends no CNP and the senders cut on echoes
     CHECK(f.rate_cuts <= f.fct().ps / microseconds(50).ps + 1);  // one per grid period at most
   }
   CHECK(port_of(r, "host0").total(&PriorityCounters::cnp_sent) == 0);
+  CHECK(r.congestion_control == "dcqcn (paper profile, ECN echo in ACKs)");
 }
 
 TEST_CASE("ECN marking judges the queue a packet leaves behind (dequeue) or finds (enqueue)",
