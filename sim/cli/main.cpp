@@ -12,6 +12,7 @@
 #include "sim/cli/bench.h"
 #include "sim/cli/deadlock.h"
 #include "sim/cli/describe.h"
+#include "sim/cli/fluid.h"
 #include "sim/cli/report.h"
 #include "sim/cli/scenario_command.h"
 #include "sim/cli/sweep.h"
@@ -47,6 +48,11 @@ constexpr const char* kUsage =
     "  deadlock SCENARIO [--failures 0|1|2] [--json FILE|-]\n"
     "                      static analysis: cyclic buffer dependencies PFC can deadlock on,\n"
     "                      also under every single/double link failure; exit 1 if any\n"
+    "  fluid SCENARIO [--set path=value]... [--out FILE.h5] [--json FILE|-] [--duration T]\n"
+    "      [--delay T] [--step T] [--sample T] [--after T]\n"
+    "                      integrate the DCQCN fluid model (CoNEXT 2016) for the scenario's\n"
+    "                      bottleneck: queue, rate, target and alpha over time, in milliseconds\n"
+    "                      (docs/fluid-model.md)\n"
     "  sweep SWEEP.json [--jobs N] [--out DIR] [--objective \"min|max METRIC\"]...\n"
     "      [--resume=keep | --restart] [--point-results] [--set path=value]... [--dry-run]\n"
     "                      run a parameter sweep (axes over any scenario path, grid, random\n"
@@ -173,6 +179,7 @@ int main(int argc, char** argv) {
     if (command == "validate") return command_validate(args);
     if (command == "bench") return command_bench(args);
     if (command == "deadlock") return command_deadlock(args);
+    if (command == "fluid") return command_fluid(args);
     if (command == "sweep") return command_sweep(args, transport);
     std::cerr << "fabtwin: unknown command \"" << command << "\"\n\n" << kUsage;
     return 2;
