@@ -194,10 +194,6 @@ DcqcnFixedPoint dcqcn_fixed_point(const DcqcnFluidParams& prm) {
   return fp;
 }
 
-}  // namespace fabtwin
-
-namespace fabtwin {
-
 namespace {
 
 // What the right-hand side needs from the past: one flow's feedback at one time, from the

@@ -83,13 +83,24 @@ FluidBottleneck fluid_bottleneck(const FabricSpec& spec) {
   for (const Link& l : topo.links) {
     if ((l.a == receiver && l.b == sw.node) || (l.b == receiver && l.a == sw.node)) access = &l;
   }
+  if (access == nullptr) {
+    throw ScenarioError(
+        "topology", "the receiver, host " + std::to_string(receiver) + ", has no link to a switch");
+  }
   const BitsPerSec capacity = access->rate;
 
   // One line rate for every sender; no slower link on any sender's shortest paths.
   std::set<int> senders;
-  for (const FlowSpec& f : spec.flows) senders.insert(f.src);
-  BitsPerSec line{};
   const RoutingTable& routes = spec.routes;
+  for (const FlowSpec& f : spec.flows) {
+    if (routes.distance(f.src, receiver) < 0) {
+      throw ScenarioError("traffic[" + std::to_string(f.generator) + "]",
+                          "flow " + std::to_string(f.id) + " has no route from host " +
+                              std::to_string(f.src) + " to host " + std::to_string(receiver));
+    }
+    senders.insert(f.src);
+  }
+  BitsPerSec line{};
   for (const Link& l : topo.links) {
     if (&l == access) continue;
     const bool a_host = l.a < topo.hosts, b_host = l.b < topo.hosts;
@@ -106,9 +117,14 @@ FluidBottleneck fluid_bottleneck(const FabricSpec& spec) {
       continue;
     }
     for (int s : senders) {
+      // On a shortest path from s when s reaches one end and the other end reaches the receiver
+      // in one hop fewer than the whole path (distances are -1 where there is no path).
       const int d = routes.distance(s, receiver);
-      const bool on_path = routes.distance(l.a, s) + 1 + routes.distance(l.b, receiver) == d ||
-                           routes.distance(l.b, s) + 1 + routes.distance(l.a, receiver) == d;
+      auto through = [&](int near, int far) {
+        const int to_near = routes.distance(near, s), from_far = routes.distance(far, receiver);
+        return to_near >= 0 && from_far >= 0 && to_near + 1 + from_far == d;
+      };
+      const bool on_path = through(l.a, l.b) || through(l.b, l.a);
       if (on_path && l.rate < capacity) {
         throw ScenarioError(
             "topology", "the fluid model has one bottleneck, the receiver's port (" +
@@ -160,10 +176,24 @@ FluidBottleneck fluid_bottleneck(const FabricSpec& spec) {
                (roce::wire_time(roce::cnp_frame(), capacity) + access->delay) * hops;
 
   auto note = [&](std::string s) { b.approximations.push_back(std::move(s)); };
-  note(
-      "hyper increase (R_HAI) is not in the equations: R_T grows by R_AI per event after fast "
-      "recovery (with the byte counter at " +
-      std::to_string(cc.rpg_byte_reset) + " B it rarely starts in the simulator)");
+  const double byte_counter_time =
+      static_cast<double>(cc.rpg_byte_reset) * 8 * p.flows / p.capacity_bps;  // at C/N
+  const int f = cc.rpg_threshold + (cc.fast_recovery_f ? 1 : 0);  // events until hyper increase
+  if (cc.rpg_byte_reset == 0 || cc.rpg_time_reset.ps == 0) {
+    note("hyper increase (R_HAI " + rate_text(cc.rpg_hai_rate) +
+         ") is not in the equations: with one counter off, the other reaches it after " +
+         std::to_string(f) + " events, and the NIC adds R_HAI where the model adds R_AI" +
+         (cc.hyper_linear && cc.rpg_hai_rate == cc.rpg_ai_rate ? " (the same step here)" : ""));
+  } else {
+    note("hyper increase (R_HAI " + rate_text(cc.rpg_hai_rate) +
+         ") is not in the equations: once both the timer and the byte counter have counted " +
+         std::to_string(f) +
+         " events after a cut, the NIC adds R_HAI x stage where the model adds R_AI" +
+         (f * byte_counter_time > 10 * cc.rpg_time_reset.seconds()
+              ? " (here the byte counter rarely gets there)"
+              : " (here the byte counter gets there within milliseconds: the model recovers from "
+                "cuts far more slowly than the NIC)"));
+  }
   if (!cc.fast_recovery_f) {
     note("fast_recovery_steps F-1: the model is given F - 1 = " +
          std::to_string(cc.rpg_threshold - 1) +
