@@ -50,7 +50,7 @@ TEST_CASE("Fluid bottleneck: the model's inputs are the scenario's", "[fluid]") 
   CHECK(b.model.tau_prime_s == Approx(55e-6));
   CHECK(b.model.timer_s == Approx(55e-6));
   CHECK(b.model.byte_counter_bytes == 10e6);
-  CHECK(b.model.fast_recovery == 5);
+  CHECK(b.model.fast_recovery == 4);  // the F - 1 pure halvings the NIC makes by default
   CHECK(b.initial_alpha == 1);
   CHECK(b.receiver == 0);
   // 100 MB messages of 1000 B packets, all posted at 0.
@@ -94,7 +94,8 @@ TEST_CASE("Fluid bottleneck: refuses what the equations cannot express, naming t
   CHECK(refusal({}).empty());
   CHECK(refusal({"nic.cc={\"algorithm\": \"dctcp\"}"}).find("at nic.cc.algorithm:") !=
         std::string::npos);
-  CHECK(refusal({"nic.cc.profile=connectx"}).find("at nic.cc.alpha_update:") != std::string::npos);
+  CHECK(refusal({"nic.cc.profile=connectx"}).find("at nic.cc.clamp_tgt_rate:") !=
+        std::string::npos);
   CHECK(refusal({"nic.cc.rpg_gd=12"}).find("at nic.cc.rpg_gd:") != std::string::npos);
   CHECK(refusal({"nic.cc.rpg_min_dec_fac=60"}).find("at nic.cc.rpg_min_dec_fac:") !=
         std::string::npos);
@@ -107,8 +108,19 @@ TEST_CASE("Fluid bottleneck: refuses what the equations cannot express, naming t
   CHECK(refusal({"traffic=[{\"type\": \"flows\", \"flows\": [{\"src\": 1, \"dst\": 0, \"size\": "
                  "\"1MB\"}, {\"src\": 2, \"dst\": 3, \"size\": \"1MB\"}]}]"})
             .find("at traffic[0]: the fluid model has one bottleneck") != std::string::npos);
-  // The ConnectX profile with the paper's rules for the refused knobs is accepted.
-  CHECK(refusal({"nic.cc.profile=connectx", "nic.cc.alpha_update=on_cnp",
-                 "nic.cc.rate_reduce_monitor_period=0us", "nic.cc.clamp_tgt_rate=true"})
-            .empty());
+  // The ConnectX profile with the paper's target clamp is accepted: its periodic alpha is the
+  // model's per-window alpha, its monitor period (no longer than its CNP interval) leaves tau.
+  CHECK(refusal({"nic.cc.profile=connectx", "nic.cc.clamp_tgt_rate=true"}).empty());
+}
+
+TEST_CASE("Fluid bottleneck: the DCQCN choices map onto the model's inputs", "[fluid]") {
+  const FluidBottleneck f = fluid_bottleneck(fixed_point({"nic.cc.fast_recovery_steps=F"}));
+  CHECK(f.model.fast_recovery == 5);
+  const FluidBottleneck slotted = fluid_bottleneck(
+      fixed_point({"nic.cc.rate_reduce_monitor=periodic", "nic.cc.rate_reduce_monitor_period=80us",
+                   "nic.cc.min_time_between_cnps=0us"}));
+  CHECK(slotted.model.tau_s == Approx(80e-6));  // the larger of the two spacings of cuts
+  const FluidBottleneck timer_only = fluid_bottleneck(fixed_point({"nic.cc.rpg_byte_reset=0B"}));
+  CHECK(timer_only.model.byte_counter_bytes > 1e15);  // off: never fires
+  CHECK(timer_only.model.timer_s == Approx(55e-6));
 }
