@@ -67,7 +67,8 @@ class DcqcnReactionPoint final : public CongestionControl {
   void settle_alpha(Time now);
   void cut(Time now);
   void increase(bool by_timer, Time now);
-  bool hyper() const;  // every running counter has passed fast recovery and additive increase
+  int threshold() const;  // the stage at which a counter leaves fast recovery
+  bool hyper() const;     // every running counter has left fast recovery
 
   const DcqcnConfig& c_;
   double line_;
