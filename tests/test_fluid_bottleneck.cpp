@@ -85,16 +85,14 @@ TEST_CASE("Fluid bottleneck: options and their defaults", "[fluid]") {
   o.after = Time{30'000'000'000};
   CHECK_THROWS_AS(fluid_setup(spec, b, o), std::invalid_argument);
   o = {};
-  o.sample = Time{0};
-  CHECK_THROWS_AS(fluid_setup(spec, b, o), std::invalid_argument);
+  o.sample = Time{0};  // the step's default follows it down: the message names --sample
+  CHECK_THROWS_WITH(fluid_setup(spec, b, o), Catch::Contains("--sample must be > 0"));
 }
 
 TEST_CASE("Fluid bottleneck: refuses what the equations cannot express, naming the path",
           "[fluid]") {
   CHECK(refusal({}).empty());
   CHECK(refusal({"nic.cc={\"algorithm\": \"dctcp\"}"}).find("at nic.cc.algorithm:") !=
-        std::string::npos);
-  CHECK(refusal({"nic.cc.profile=connectx"}).find("at nic.cc.clamp_tgt_rate:") !=
         std::string::npos);
   CHECK(refusal({"nic.cc.rpg_gd=12"}).find("at nic.cc.rpg_gd:") != std::string::npos);
   CHECK(refusal({"nic.cc.rpg_min_dec_fac=60"}).find("at nic.cc.rpg_min_dec_fac:") !=
@@ -108,9 +106,36 @@ TEST_CASE("Fluid bottleneck: refuses what the equations cannot express, naming t
   CHECK(refusal({"traffic=[{\"type\": \"flows\", \"flows\": [{\"src\": 1, \"dst\": 0, \"size\": "
                  "\"1MB\"}, {\"src\": 2, \"dst\": 3, \"size\": \"1MB\"}]}]"})
             .find("at traffic[0]: the fluid model has one bottleneck") != std::string::npos);
-  // The ConnectX profile with the paper's target clamp is accepted: its periodic alpha is the
-  // model's per-window alpha, its monitor period (no longer than its CNP interval) leaves tau.
+  // Every knob outside the equations is named in one message, with the settings to compare.
+  const std::string two = refusal({"nic.cc.rpg_gd=12", "nic.cc.clamp_tgt_rate=false"});
+  for (const char* part : {"at nic.cc.rpg_gd:", "also at nic.cc.clamp_tgt_rate:",
+                           "(to compare with the equations, set all of --set nic.cc.rpg_gd=11 "
+                           "--set nic.cc.clamp_tgt_rate=true)"}) {
+    CHECK(two.find(part) != std::string::npos);
+  }
+  // A monitor period up to the CNP interval (50 us here) merges no CNPs: accepted.
+  CHECK(refusal({"nic.cc.rate_reduce_monitor_period=50us"}).empty());
+  CHECK(refusal({"nic.cc.rate_reduce_monitor_period=60us"})
+            .find("at nic.cc.rate_reduce_monitor_period:") != std::string::npos);
+  // The ConnectX profile: its periodic alpha rule (the equations' alpha is its mean) and its
+  // 4 us monitor period (its CNP interval is 4 us) are not refused, its target rule is.
+  const std::string connectx = refusal({"nic.cc.profile=connectx"});
+  CHECK(connectx.find("at nic.cc.clamp_tgt_rate:") != std::string::npos);
+  CHECK(connectx.find("(to compare with the equations, set --set nic.cc.clamp_tgt_rate=true)") !=
+        std::string::npos);
+  CHECK(connectx.find("alpha_update") == std::string::npos);
+  CHECK(connectx.find("monitor") == std::string::npos);
+  CHECK(refusal({"nic.cc.alpha_update=periodic"}).empty());
+  // What the model cannot express at all comes before knobs a user can switch.
+  CHECK(refusal({"nic.cc.profile=connectx",
+                 "traffic=[{\"type\": \"flows\", \"flows\": [{\"src\": 1, \"dst\": 0, \"size\": "
+                 "\"1MB\"}, {\"src\": 2, \"dst\": 3, \"size\": \"1MB\"}]}]"})
+            .find("at traffic[0]: the fluid model has one bottleneck") != std::string::npos);
+  // The ConnectX profile with the paper's rules for the refused knobs is accepted.
   CHECK(refusal({"nic.cc.profile=connectx", "nic.cc.clamp_tgt_rate=true"}).empty());
+  // A periodic monitor is the model's slotted rule: any period, the model's tau.
+  CHECK(refusal({"nic.cc.rate_reduce_monitor=periodic", "nic.cc.rate_reduce_monitor_period=60us"})
+            .empty());
 }
 
 TEST_CASE("Fluid bottleneck: the DCQCN choices map onto the model's inputs", "[fluid]") {

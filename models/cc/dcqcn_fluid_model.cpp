@@ -371,6 +371,13 @@ DcqcnTrajectory dcqcn_trajectory(const DcqcnTrajectoryParams& prm) {
   const int64_t j = static_cast<int64_t>(std::floor(prm.delay_s / h + 1e-9));
   const double w = std::max(0.0, prm.delay_s / h - static_cast<double>(j));
   const int64_t slots = j + 2;
+  // The history holds every flow class's feedback over the delay: bounded, so that a long delay
+  // over a fine step is refused instead of exhausting memory.
+  if (static_cast<double>(slots) * static_cast<double>(n) > 2e7) {
+    throw std::invalid_argument("dcqcn_trajectory: the delay spans " + std::to_string(j) +
+                                " steps for each of " + std::to_string(n) +
+                                " flow classes, more than 2 * 10^7 in all: take a longer step");
+  }
 
   DcqcnTrajectory out;
   out.step_s = h;

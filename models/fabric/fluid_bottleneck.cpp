@@ -4,6 +4,8 @@
 #include <cmath>
 #include <set>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "models/net/roce_framing.h"
 
@@ -15,27 +17,59 @@ std::string rate_text(BitsPerSec r) {
   return format_rate(r);
 }
 
+// The DCQCN knobs set outside the equations, all of them in one error: the first names the JSON
+// path, the others follow, with the settings that bring the scenario within the equations.
 void check_dcqcn(const DcqcnConfig& cc) {
+  struct Mismatch {
+    std::string path, why, fix;
+  };
+  std::vector<Mismatch> found;
+  // The notification point sends a flow at most one CNP per min_time_between_cnps, so a monitor
+  // period no longer than that merges none (up to jitter on the way back).
+  // A periodic monitor is the model's slotted rule, its period the model's tau.
+  if (!cc.monitor_periodic && cc.rate_reduce_monitor_period > cc.min_time_between_cnps) {
+    found.push_back({"nic.cc.rate_reduce_monitor_period",
+                     "the fluid model cuts on every CNP; a monitor period longer than the CNP "
+                     "interval min_time_between_cnps (" +
+                         format_time(cc.min_time_between_cnps) +
+                         ") merges CNPs, which is not in its equations, found " +
+                         format_time(cc.rate_reduce_monitor_period),
+                     "nic.cc.rate_reduce_monitor_period=0us"});
+  }
   if (cc.rpg_gd != 11) {
-    throw ScenarioError("nic.cc.rpg_gd", "the fluid model cuts R_C by alpha/2 (rpg_gd 11), found " +
-                                             std::to_string(cc.rpg_gd));
+    found.push_back(
+        {"nic.cc.rpg_gd",
+         "the fluid model cuts R_C by alpha/2 (rpg_gd 11), found " + std::to_string(cc.rpg_gd),
+         "nic.cc.rpg_gd=11"});
   }
   if (cc.rpg_min_dec_fac > 50) {
-    throw ScenarioError("nic.cc.rpg_min_dec_fac",
-                        "the fluid model's cut (at most half) is not limited, which needs "
-                        "rpg_min_dec_fac <= 50, found " +
-                            std::to_string(cc.rpg_min_dec_fac));
+    found.push_back({"nic.cc.rpg_min_dec_fac",
+                     "the fluid model's cut (at most half) is not limited, which needs "
+                     "rpg_min_dec_fac <= 50, found " +
+                         std::to_string(cc.rpg_min_dec_fac),
+                     "nic.cc.rpg_min_dec_fac=50"});
   }
   if (!cc.clamp_tgt_rate) {
-    throw ScenarioError("nic.cc.clamp_tgt_rate",
-                        "the fluid model sets R_T to R_C at every cut (clamp_tgt_rate true), "
-                        "found false");
+    found.push_back({"nic.cc.clamp_tgt_rate",
+                     "the fluid model sets R_T to R_C at every cut (clamp_tgt_rate true), found "
+                     "false",
+                     "nic.cc.clamp_tgt_rate=true"});
   }
   if (cc.rate_to_set_on_first_cnp.bps != 0) {
-    throw ScenarioError("nic.cc.rate_to_set_on_first_cnp",
-                        "the fluid model cuts on the first CNP like on any other, found " +
-                            rate_text(cc.rate_to_set_on_first_cnp) + " (set it to 0)");
+    found.push_back({"nic.cc.rate_to_set_on_first_cnp",
+                     "the fluid model cuts on the first CNP like on any other, found " +
+                         rate_text(cc.rate_to_set_on_first_cnp),
+                     "nic.cc.rate_to_set_on_first_cnp=0"});
   }
+  if (found.empty()) return;
+  std::string what = found.front().why;
+  for (size_t i = 1; i < found.size(); ++i)
+    what += "; also at " + found[i].path + ": " + found[i].why;
+  what += found.size() == 1 ? " (to compare with the equations, set"
+                            : " (to compare with the equations, set all of";
+  for (const Mismatch& m : found) what += " --set " + m.fix;
+  what += ")";
+  throw ScenarioError(found.front().path, what);
 }
 
 }  // namespace
@@ -46,7 +80,6 @@ FluidBottleneck fluid_bottleneck(const FabricSpec& spec) {
     throw ScenarioError("nic.cc.algorithm",
                         "the fluid model is DCQCN's, found " + describe(nic.cc));
   }
-  check_dcqcn(nic.cc.dcqcn);
   if (!spec.collectives.empty()) {
     throw ScenarioError("collectives",
                         "the fluid model has long flows into one receiver, not collectives");
@@ -76,6 +109,7 @@ FluidBottleneck fluid_bottleneck(const FabricSpec& spec) {
   if (!nic.rx_stall_hosts.empty()) {
     throw ScenarioError("nic.rx_stall", "a stalled receiver is not in the fluid model");
   }
+  check_dcqcn(nic.cc.dcqcn);
 
   // The receiver's access link is the bottleneck: its rate is C.
   const PortPeer sw = topo.peer(receiver, 0);
@@ -194,6 +228,20 @@ FluidBottleneck fluid_bottleneck(const FabricSpec& spec) {
               : " (here the byte counter gets there within milliseconds: the model recovers from "
                 "cuts far more slowly than the NIC)"));
   }
+  note(std::string(cc.alpha_periodic
+                       ? "alpha follows the periodic rule (alpha_update periodic), whose mean the "
+                         "equations are, but takes a CNP in a period tau' to be a mark among "
+                         "tau' R packets, which over-counts CNPs where tau' is below the CNP "
+                         "interval tau"
+                       : "alpha rises at each CNP and decays each tau' without one "
+                         "(alpha_update on_cnp); the equations average this as a rise in every "
+                         "period tau' that holds a mark, the same while tau' is near tau"));
+  if (cc.rate_reduce_monitor_period.ps > 0 && !cc.monitor_periodic) {
+    note("the NIC merges CNPs that reach it less than rate_reduce_monitor_period (" +
+         format_time(cc.rate_reduce_monitor_period) +
+         ") apart, which the CNP interval prevents but for jitter on the way back; the model "
+         "cuts on each");
+  }
   if (!cc.fast_recovery_f) {
     note("fast_recovery_steps F-1: the model is given F - 1 = " +
          std::to_string(cc.rpg_threshold - 1) +
@@ -206,8 +254,6 @@ FluidBottleneck fluid_bottleneck(const FabricSpec& spec) {
         "which holds the queue above the model's (docs/dcqcn.md; rate_reduce_monitor periodic "
         "with min_time_between_cnps 0us is the slotted rule)");
   }
-  note(std::string("alpha: the model's per-window rule; fabtwin's ") +
-       (cc.alpha_periodic ? "periodic rule is that rule" : "on_cnp rule rises per CNP"));
   note("no PFC, no rate floor (rpg_min_rate " + rate_text(cc.rpg_min_rate) +
        "): the queue may grow past any XOFF threshold and rates fall as low as the cuts take "
        "them");
@@ -231,10 +277,11 @@ FluidSetup fluid_setup(const FabricSpec& spec, const FluidBottleneck& b,
   };
   require(s.duration.ps > 0, "--duration must be > 0, found " + format_time(s.duration));
   require(s.delay.ps >= 0, "--delay must be >= 0, found " + format_time(s.delay));
-  require(s.step.ps > 0, "--step must be > 0, found " + format_time(s.step));
+  // The sample interval first: the step's default is taken from it.
   require(s.sample.ps > 0 && s.sample <= s.duration,
           "--sample must be > 0 and at most the duration (" + format_time(s.duration) +
               "), found " + format_time(s.sample));
+  require(s.step.ps > 0, "--step must be > 0, found " + format_time(s.step));
   require(s.step <= s.sample, "--step must be at most the sample interval (" +
                                   format_time(s.sample) + "), found " + format_time(s.step));
   require(

@@ -28,8 +28,8 @@ struct FluidBottleneck {
 // Throws ScenarioError naming the JSON path of what the model cannot express: no DCQCN, no
 // flows or collectives, flows to several receivers, a second possible bottleneck on the way
 // (a slower link, a slow receive pipeline), link events, or DCQCN knobs outside the equations
-// (periodic alpha update, monitor period, rpg_gd other than 11, rpg_min_dec_fac above 50, no
-// target clamp, rate_to_set_on_first_cnp).
+// (a monitor period above the CNP interval, rpg_gd other than 11, rpg_min_dec_fac above 50, no
+// target clamp, rate_to_set_on_first_cnp), these all named in one message.
 FluidBottleneck fluid_bottleneck(const FabricSpec& spec);
 
 // How long and how finely to integrate; what is not given takes its default.

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <set>
 
 #include "models/cc/algorithm.h"
 #include "models/cc/dcqcn_fluid_model.h"
@@ -44,14 +45,29 @@ double measure(const nlohmann::json& metric, const RunResult& r) {
   return measure_metric(metric.at("name").get<std::string>(), r, metric);
 }
 
-// The fluid model's trajectory for a case with a "fluid" object: its options as `fabtwin fluid`
-// takes them, and the summary figure the metric names.
-double measure_fluid(const nlohmann::json& metric, const nlohmann::json& options,
-                     const FabricSpec& spec) {
+// The fluid model's trajectory for a case with a "fluid" object, integrated with its options as
+// `fabtwin fluid` takes them, and summarized.
+DcqcnTrajectorySummary fluid_summary(const nlohmann::json& options, const FabricSpec& spec) {
+  static const std::set<std::string> kKeys{"duration", "delay", "step", "sample", "after"};
+  for (const auto& [key, value] : options.items()) {
+    if (!kKeys.count(key)) {
+      throw ScenarioError("fluid." + key,
+                          "unknown key; this object takes duration, delay, step, sample, after");
+    }
+  }
   FluidOptions o;
-  auto time = [&](const char* key) -> std::optional<Time> {
+  auto time = [&](const std::string& key) -> std::optional<Time> {
     if (!options.contains(key)) return std::nullopt;
-    return parse_time(options.at(key).get<std::string>());
+    const nlohmann::json& value = options.at(key);
+    if (!value.is_string()) {
+      throw ScenarioError("fluid." + key,
+                          "expected a time like \"75ms\", found " + json_text(value));
+    }
+    try {
+      return parse_time(value.get<std::string>());
+    } catch (const std::exception& e) {
+      throw ScenarioError("fluid." + key, e.what());
+    }
   };
   o.duration = time("duration");
   o.delay = time("delay");
@@ -60,8 +76,11 @@ double measure_fluid(const nlohmann::json& metric, const nlohmann::json& options
   o.after = time("after");
   const FluidBottleneck b = fluid_bottleneck(spec);
   const FluidSetup setup = fluid_setup(spec, b, o);
-  const DcqcnTrajectorySummary s =
-      summarize(dcqcn_trajectory(setup.params), setup.params, setup.after.seconds());
+  return summarize(dcqcn_trajectory(setup.params), setup.params, setup.after.seconds());
+}
+
+// The summary figure a fluid case's metric names.
+double measure_fluid(const nlohmann::json& metric, const DcqcnTrajectorySummary& s) {
   const std::string name = metric.at("name").get<std::string>();
   if (name == "fluid_mean_queue_bytes") return s.mean_queue_bytes;
   if (name == "fluid_utilization") return s.utilization;
@@ -217,9 +236,10 @@ ValidationOutcome run_validation_case(const std::filesystem::path& case_file) {
     // The fluid model stands in for the simulator: no run, the reference from the same spec.
     const FabricSpec spec = FabricSpec::resolve(doc);
     o.metric = metric.at("name").get<std::string>();
-    o.simulated = measure_fluid(metric, fluid, spec);
+    const DcqcnTrajectorySummary summary = fluid_summary(fluid, spec);
+    o.simulated = measure_fluid(metric, summary);
     for (const auto& extra : report.is_array() ? report : nlohmann::json::array()) {
-      o.extras.push_back({extra.at("name").get<std::string>(), measure_fluid(extra, fluid, spec)});
+      o.extras.push_back({extra.at("name").get<std::string>(), measure_fluid(extra, summary)});
     }
     o.reference = reference.contains("analytic")
                       ? analytic(reference["analytic"].get<std::string>(), metric, spec, {})
