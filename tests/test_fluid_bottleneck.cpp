@@ -50,7 +50,7 @@ TEST_CASE("Fluid bottleneck: the model's inputs are the scenario's", "[fluid]") 
   CHECK(b.model.tau_prime_s == Approx(55e-6));
   CHECK(b.model.timer_s == Approx(55e-6));
   CHECK(b.model.byte_counter_bytes == 10e6);
-  CHECK(b.model.fast_recovery == 5);
+  CHECK(b.model.fast_recovery == 4);  // the F - 1 pure halvings the NIC makes by default
   CHECK(b.initial_alpha == 1);
   CHECK(b.receiver == 0);
   // 100 MB messages of 1000 B packets, all posted at 0.
@@ -133,4 +133,19 @@ TEST_CASE("Fluid bottleneck: refuses what the equations cannot express, naming t
             .find("at traffic[0]: the fluid model has one bottleneck") != std::string::npos);
   // The ConnectX profile with the paper's rules for the refused knobs is accepted.
   CHECK(refusal({"nic.cc.profile=connectx", "nic.cc.clamp_tgt_rate=true"}).empty());
+  // A periodic monitor is the model's slotted rule: any period, the model's tau.
+  CHECK(refusal({"nic.cc.rate_reduce_monitor=periodic", "nic.cc.rate_reduce_monitor_period=60us"})
+            .empty());
+}
+
+TEST_CASE("Fluid bottleneck: the DCQCN choices map onto the model's inputs", "[fluid]") {
+  const FluidBottleneck f = fluid_bottleneck(fixed_point({"nic.cc.fast_recovery_steps=F"}));
+  CHECK(f.model.fast_recovery == 5);
+  const FluidBottleneck slotted = fluid_bottleneck(
+      fixed_point({"nic.cc.rate_reduce_monitor=periodic", "nic.cc.rate_reduce_monitor_period=80us",
+                   "nic.cc.min_time_between_cnps=0us"}));
+  CHECK(slotted.model.tau_s == Approx(80e-6));  // the larger of the two spacings of cuts
+  const FluidBottleneck timer_only = fluid_bottleneck(fixed_point({"nic.cc.rpg_byte_reset=0B"}));
+  CHECK(timer_only.model.byte_counter_bytes > 1e15);  // off: never fires
+  CHECK(timer_only.model.timer_s == Approx(55e-6));
 }

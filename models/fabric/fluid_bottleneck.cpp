@@ -26,7 +26,8 @@ void check_dcqcn(const DcqcnConfig& cc) {
   std::vector<Mismatch> found;
   // The notification point sends a flow at most one CNP per min_time_between_cnps, so a monitor
   // period no longer than that merges none (up to jitter on the way back).
-  if (cc.rate_reduce_monitor_period > cc.min_time_between_cnps) {
+  // A periodic monitor is the model's slotted rule, its period the model's tau.
+  if (!cc.monitor_periodic && cc.rate_reduce_monitor_period > cc.min_time_between_cnps) {
     found.push_back({"nic.cc.rate_reduce_monitor_period",
                      "the fluid model cuts on every CNP; a monitor period longer than the CNP "
                      "interval min_time_between_cnps (" +
@@ -182,11 +183,15 @@ FluidBottleneck fluid_bottleneck(const FabricSpec& spec) {
   p.kmax_bytes = static_cast<double>(red.kmax);
   p.pmax = red.pmax;
   p.g = cc.g();
-  p.tau_s = cc.min_time_between_cnps.seconds();
+  // tau: the least spacing of cuts, set by the notification point or the sender's monitor
+  // (with rate_reduce_monitor periodic, the model's own window).
+  p.tau_s = std::max(cc.min_time_between_cnps, cc.rate_reduce_monitor_period).seconds();
   p.tau_prime_s = cc.dce_tcp_rtt.seconds();
-  p.timer_s = cc.rpg_time_reset.seconds();
-  p.byte_counter_bytes = static_cast<double>(cc.rpg_byte_reset);
-  p.fast_recovery = cc.rpg_threshold;
+  // A counter that is off never fires: an unreachable period or byte count. The model counts
+  // F events of pure fast recovery; fabtwin's default rule (fast_recovery_steps F-1) has F - 1.
+  p.timer_s = cc.rpg_time_reset.ps > 0 ? cc.rpg_time_reset.seconds() : 1e9;
+  p.byte_counter_bytes = cc.rpg_byte_reset > 0 ? static_cast<double>(cc.rpg_byte_reset) : 1e18;
+  p.fast_recovery = cc.fast_recovery_f ? cc.rpg_threshold : cc.rpg_threshold - 1;
   p.rate_ai_bps = static_cast<double>(cc.rpg_ai_rate.bps);
   for (const FlowSpec& f : spec.flows) {
     b.flows.push_back({f.start.seconds(), std::ceil(static_cast<double>(f.size.count) / mtu)});
@@ -207,14 +212,22 @@ FluidBottleneck fluid_bottleneck(const FabricSpec& spec) {
   auto note = [&](std::string s) { b.approximations.push_back(std::move(s)); };
   const double byte_counter_time =
       static_cast<double>(cc.rpg_byte_reset) * 8 * p.flows / p.capacity_bps;  // at C/N
-  note("hyper increase (R_HAI " + rate_text(cc.rpg_hai_rate) +
-       ") is not in the equations: once both the timer and the byte counter have counted F = " +
-       std::to_string(cc.rpg_threshold) +
-       " events after a cut, the NIC adds R_HAI x stage where the model adds R_AI" +
-       (cc.rpg_threshold * byte_counter_time > 10 * cc.rpg_time_reset.seconds()
-            ? " (here the byte counter rarely gets there)"
-            : " (here the byte counter gets there within milliseconds: the model recovers from "
-              "cuts far more slowly than the NIC)"));
+  const int f = cc.rpg_threshold + (cc.fast_recovery_f ? 1 : 0);  // events until hyper increase
+  if (cc.rpg_byte_reset == 0 || cc.rpg_time_reset.ps == 0) {
+    note("hyper increase (R_HAI " + rate_text(cc.rpg_hai_rate) +
+         ") is not in the equations: with one counter off, the other reaches it after " +
+         std::to_string(f) + " events, and the NIC adds R_HAI where the model adds R_AI" +
+         (cc.hyper_linear && cc.rpg_hai_rate == cc.rpg_ai_rate ? " (the same step here)" : ""));
+  } else {
+    note("hyper increase (R_HAI " + rate_text(cc.rpg_hai_rate) +
+         ") is not in the equations: once both the timer and the byte counter have counted " +
+         std::to_string(f) +
+         " events after a cut, the NIC adds R_HAI x stage where the model adds R_AI" +
+         (f * byte_counter_time > 10 * cc.rpg_time_reset.seconds()
+              ? " (here the byte counter rarely gets there)"
+              : " (here the byte counter gets there within milliseconds: the model recovers from "
+                "cuts far more slowly than the NIC)"));
+  }
   note(std::string(cc.alpha_periodic
                        ? "alpha follows the periodic rule (alpha_update periodic), whose mean the "
                          "equations are, but takes a CNP in a period tau' to be a mark among "
@@ -223,18 +236,24 @@ FluidBottleneck fluid_bottleneck(const FabricSpec& spec) {
                        : "alpha rises at each CNP and decays each tau' without one "
                          "(alpha_update on_cnp); the equations average this as a rise in every "
                          "period tau' that holds a mark, the same while tau' is near tau"));
-  if (cc.rate_reduce_monitor_period.ps > 0) {
+  if (cc.rate_reduce_monitor_period.ps > 0 && !cc.monitor_periodic) {
     note("the NIC merges CNPs that reach it less than rate_reduce_monitor_period (" +
          format_time(cc.rate_reduce_monitor_period) +
          ") apart, which the CNP interval prevents but for jitter on the way back; the model "
          "cuts on each");
   }
-  note(
-      "the model counts F fast-recovery events before additive increase; fabtwin's NIC, like "
-      "the authors' ns-3, has F - 1");
-  note(
-      "a CNP is sent with probability 1 - (1-p)^(tau R) per window tau (the authors' slotted "
-      "rule); fabtwin's NIC sends on the first mark once tau has passed");
+  if (!cc.fast_recovery_f) {
+    note("fast_recovery_steps F-1: the model is given F - 1 = " +
+         std::to_string(cc.rpg_threshold - 1) +
+         " fast-recovery events, the pure halvings fabtwin's NIC makes (the authors' ns-3)");
+  }
+  if (!cc.monitor_periodic) {
+    note(
+        "a cut comes with probability 1 - (1-p)^(tau R) per window tau (slotted); fabtwin's "
+        "NIC sends a CNP on the first mark once tau has passed and forgets the marks in between, "
+        "which holds the queue above the model's (docs/dcqcn.md; rate_reduce_monitor periodic "
+        "with min_time_between_cnps 0us is the slotted rule)");
+  }
   note("no PFC, no rate floor (rpg_min_rate " + rate_text(cc.rpg_min_rate) +
        "): the queue may grow past any XOFF threshold and rates fall as low as the cuts take "
        "them");
