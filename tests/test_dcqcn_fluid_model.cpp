@@ -7,30 +7,12 @@
 #include <stdexcept>
 #include <vector>
 
+#include "dcqcn_paper_defaults.h"
 #include "models/cc/dcqcn_fluid_model.h"
 
 using namespace fabtwin;
 
 namespace {
-
-// The CoNEXT'16 defaults, counted in the authors' 1000-byte packets.
-DcqcnFluidParams paper_defaults(double capacity_bps, int flows) {
-  DcqcnFluidParams p;
-  p.capacity_bps = capacity_bps;
-  p.flows = flows;
-  p.packet_bytes = 1000;
-  p.kmin_bytes = 5e3;
-  p.kmax_bytes = 200e3;
-  p.pmax = 0.01;
-  p.g = 1.0 / 256;
-  p.tau_s = 50e-6;
-  p.tau_prime_s = 55e-6;
-  p.timer_s = 55e-6;
-  p.byte_counter_bytes = 10e6;
-  p.fast_recovery = 5;
-  p.rate_ai_bps = 40e6;
-  return p;
-}
 
 // The paper's equation transcribed literally, with pow, so that the library's log-space
 // evaluation is checked by an independent route. Returns LHS and RHS in packet units.

@@ -99,7 +99,11 @@ std::vector<const ParamGroup*> cc_param_groups() {
 }
 
 std::string describe(const CcConfig& c) {
-  if (c.algorithm == CcAlgorithm::Dcqcn) return "dcqcn (" + c.dcqcn.profile + " profile)";
+  if (c.algorithm == CcAlgorithm::Dcqcn) {
+    // With ack_echo no CNP frame is counted: the label says where the notifications came from.
+    return "dcqcn (" + c.dcqcn.profile + " profile" +
+           (c.dcqcn.ack_echo ? ", ECN echo in ACKs" : "") + ")";
+  }
   return name_of(c.algorithm);
 }
 

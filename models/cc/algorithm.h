@@ -23,9 +23,10 @@ struct CcConfig {
   DctcpConfig dctcp;
   TimelyConfig timely;
 
-  // The receiver's notification point (CNPs for CE-marked arrivals) runs with DCQCN only.
+  // The receiver's notification point (CNPs for CE-marked arrivals) runs with DCQCN only, and
+  // not when DCQCN takes its notifications from the ECN echo of ACKs.
   const DcqcnConfig* notification_point() const {
-    return algorithm == CcAlgorithm::Dcqcn ? &dcqcn : nullptr;
+    return algorithm == CcAlgorithm::Dcqcn && !dcqcn.ack_echo ? &dcqcn : nullptr;
   }
 
   bool operator==(const CcConfig&) const = default;

@@ -58,14 +58,29 @@ Bound::Entry knob(T DcqcnConfig::*member, Param param) {
 }
 
 void check(ParamReader& r, const DcqcnConfig& c) {
-  for (const auto& [key, t] :
-       {std::pair{"rpg_time_reset", c.rpg_time_reset}, std::pair{"dce_tcp_rtt", c.dce_tcp_rtt}}) {
-    if (t.ps <= 0)
-      throw ScenarioError(r.path_of(key), "expected a positive time, found " + format_time(t));
+  if (c.dce_tcp_rtt.ps <= 0) {
+    throw ScenarioError(r.path_of("dce_tcp_rtt"),
+                        "expected a positive time, found " + format_time(c.dce_tcp_rtt));
   }
-  if (c.rpg_byte_reset <= 0) {
+  if (c.rpg_time_reset.ps < 0) {
+    throw ScenarioError(r.path_of("rpg_time_reset"), "expected a time >= 0 (0: timer off), found " +
+                                                         format_time(c.rpg_time_reset));
+  }
+  if (c.rpg_byte_reset < 0) {
     throw ScenarioError(r.path_of("rpg_byte_reset"),
-                        "expected a positive size, found " + format_bytes(Bytes{c.rpg_byte_reset}));
+                        "expected a size >= 0 (0: byte counter off), found " +
+                            format_bytes(Bytes{c.rpg_byte_reset}));
+  }
+  if (c.rpg_time_reset.ps == 0 && c.rpg_byte_reset == 0) {
+    throw ScenarioError(
+        r.path_of("rpg_byte_reset"),
+        "expected the timer (rpg_time_reset) or the byte counter (rpg_byte_reset) to "
+        "run, found both 0: the rate would never increase after a cut");
+  }
+  if (c.monitor_periodic && c.rate_reduce_monitor_period.ps <= 0) {
+    throw ScenarioError(r.path_of("rate_reduce_monitor"),
+                        "expected a positive rate_reduce_monitor_period with \"periodic\", found " +
+                            format_time(c.rate_reduce_monitor_period));
   }
 }
 
@@ -82,11 +97,13 @@ const Bound kDcqcnParams{
             [](ParamReader& r, DcqcnConfig& c) { c = profile(r.choice("profile")); }),
         knob(&DcqcnConfig::rpg_time_reset,
              {"rpg_time_reset", ParamType::Time, "paper 55us, connectx 300us",
-              "T: period of the rate-increase timer",
+              "T: period of the rate-increase timer; 0 turns the timer off (the byte counter "
+              "alone then drives increases)",
               "DCQCN paper T = 55 us; NVIDIA rpg_time_reset"}),
         knob(&DcqcnConfig::rpg_byte_reset,
              {"rpg_byte_reset", ParamType::Bytes, "paper 10MB, connectx 32767B",
-              "B: bytes sent between byte-counter rate increases",
+              "B: bytes sent between byte-counter rate increases; 0 turns the byte counter off "
+              "(the timer alone then drives increases, hyper increase included)",
               "CoNEXT 2016 model B = 10 MB; NVIDIA rpg_byte_reset"}),
         knob(&DcqcnConfig::rpg_threshold,
              {"rpg_threshold", ParamType::Integer, "paper 5, connectx 1",
@@ -94,13 +111,33 @@ const Bound kDcqcnParams{
               "replaces fast recovery; events 1 .. F-1 after a cut are fast recovery, as in the "
               "DCQCN authors' ns-3",
               "DCQCN F = 5; NVIDIA rpg_threshold", "1..1000"}),
+        Bound::custom(
+            {"fast_recovery_steps", ParamType::Choice, "\"F-1\"",
+             "pure fast-recovery steps after a cut before additive increase: F-1 (a counter's "
+             "F-th event already increases the target, the DCQCN authors' ns-3) or F (events 1 .. "
+             "F halve the distance only: QCN, the DCQCN paper text, HPCC's ns-3 and the CoNEXT "
+             "2016 fluid model)",
+             "docs/references.md §1.2 (F-1), §1.1, 1.4 and 1.7 (F)", "F-1|F"},
+            [](ParamReader& r, DcqcnConfig& c) {
+              if (r.has("fast_recovery_steps"))
+                c.fast_recovery_f = r.choice("fast_recovery_steps") == "F";
+            }),
         knob(&DcqcnConfig::rpg_ai_rate,
              {"rpg_ai_rate", ParamType::Rate, "paper 40Mbps, connectx 5Mbps",
               "R_AI: additive-increase step of the target rate", "DCQCN R_AI; NVIDIA rpg_ai_rate"}),
         knob(&DcqcnConfig::rpg_hai_rate,
              {"rpg_hai_rate", ParamType::Rate, "paper 200Mbps, connectx 50Mbps",
-              "R_HAI: hyper-increase step (when both counters passed F)",
+              "R_HAI: hyper-increase step (when every running counter passed F)",
               "authors' ns-3 sample config (paper value unverified); NVIDIA rpg_hai_rate"}),
+        Bound::custom(
+            {"hyper_increase", ParamType::Choice, "\"qcn\"",
+             "qcn: a hyper increase adds R_HAI x (smallest stage - F + 1) and the counters run at "
+             "T/2 and B/2 (QCN, the DCQCN authors' ns-3); linear: it adds R_HAI and T and B stay "
+             "(HPCC's ns-3, where R_HAI = R_AI makes hyper increase additive)",
+             "docs/references.md §1.2 (qcn), §1.7 (linear)", "qcn|linear"},
+            [](ParamReader& r, DcqcnConfig& c) {
+              if (r.has("hyper_increase")) c.hyper_linear = r.choice("hyper_increase") == "linear";
+            }),
         knob(&DcqcnConfig::rpg_gd,
              {"rpg_gd", ParamType::Integer, "11",
               "cut coefficient: R_C = R_C (1 - alpha / 2^(rpg_gd - 10)); 11 gives the paper's "
@@ -118,6 +155,17 @@ const Bound kDcqcnParams{
               "at most one rate cut per period; CNPs in between are applied at its end (0: every "
               "CNP cuts)",
               "NVIDIA rate_reduce_monitor_period"}),
+        Bound::custom(
+            {"rate_reduce_monitor", ParamType::Choice, "\"after_cut\"",
+             "after_cut: the monitor period runs from the last cut, a notification after it cuts "
+             "at once; periodic: periods form a fixed grid from the first notification and a cut "
+             "lands at the end of every period in which one arrived (HPCC's ns-3 rate-decrease "
+             "check)",
+             "fabtwin (after_cut); docs/references.md §1.7 (periodic)", "after_cut|periodic"},
+            [](ParamReader& r, DcqcnConfig& c) {
+              if (r.has("rate_reduce_monitor"))
+                c.monitor_periodic = r.choice("rate_reduce_monitor") == "periodic";
+            }),
         knob(&DcqcnConfig::dce_tcp_g,
              {"dce_tcp_g", ParamType::Integer, "paper 1020, connectx 1019",
               "alpha gain in 1/1024: g = 1 - dce_tcp_g/1024 (1020 is the paper's g = 1/256)",
@@ -148,12 +196,25 @@ const Bound kDcqcnParams{
              {"rate_to_set_on_first_cnp", ParamType::Rate, "0 (off)",
               "the first CNP sets the rate (and target) to this instead of cutting",
               "NVIDIA rate_to_set_on_first_cnp (sources disagree on its default)"}),
+        Bound::custom(
+            {"notification", ParamType::Choice, "\"cnp\"",
+             "how congestion reaches the sender: cnp (the receiver's notification point sends "
+             "CNP frames, RoCEv2 and ConnectX) or ack_echo (no CNP frames; every ACK answering "
+             "CE-marked data carries the ECN echo and each echo counts as a CNP, as in HPCC's "
+             "ns-3; combine with rate_reduce_monitor for its once-per-period cut)",
+             "RoCEv2 Annex A17 (cnp); docs/references.md §1.7 (ack_echo)", "cnp|ack_echo"},
+            [](ParamReader& r, DcqcnConfig& c) {
+              if (r.has("notification")) c.ack_echo = r.choice("notification") == "ack_echo";
+            }),
         knob(&DcqcnConfig::min_time_between_cnps,
              {"min_time_between_cnps", ParamType::Time, "paper 50us, connectx 4us",
               "notification point: at most one CNP per queue pair per interval",
               "DCQCN N = 50 us; NVIDIA min_time_between_cnps (firmware default unverified)"}),
         knob(&DcqcnConfig::cnp_dscp,
-             {"cnp_dscp", ParamType::Integer, "48", "DSCP of CNPs (48 maps to priority 6, strict)",
+             {"cnp_dscp", ParamType::Integer, "48",
+              "DSCP of CNPs; the fabric's QoS map (fabric.qos.dscp_to_priority) gives the priority "
+              "they travel in at the NIC and every switch: 48 maps to priority 6, strict by "
+              "default; the data's DSCP puts them in the data class",
               "NVIDIA cnp_dscp / cnp_802p_prio 6 as commonly configured", "0..63"}),
     },
     check};
@@ -191,11 +252,16 @@ void DcqcnReactionPoint::settle_alpha(Time now) {
   }
 }
 
+void DcqcnReactionPoint::on_ack(const AckRecord& ack) {
+  if (c_.ack_echo && ack.ece) on_cnp(ack.now);  // the echo stands for a CNP
+}
+
 void DcqcnReactionPoint::on_cnp(Time now) {
   const bool first = cnps_ == 0;
   ++cnps_;
   if (first) {
     alpha_time_ = now;
+    first_cnp_ = now;
   } else {
     settle_alpha(now);
   }
@@ -209,17 +275,22 @@ void DcqcnReactionPoint::on_cnp(Time now) {
     rate_ = target_ = std::min(line_, static_cast<double>(c_.rate_to_set_on_first_cnp.bps));
     byte_stage_ = time_stage_ = 0;
     bytes_left_ = c_.rpg_byte_reset;
-    next_increase_ = now + c_.rpg_time_reset;
+    next_increase_ = c_.rpg_time_reset.ps > 0 ? now + c_.rpg_time_reset : Time::max();
     last_cut_ = now;
     active_ = true;
     ++cuts_;  // the rate was set down: a cut, and the monitor period starts here
     return;
   }
-  if (c_.rate_reduce_monitor_period.ps == 0 || cuts_ == 0 ||
-      now - last_cut_ >= c_.rate_reduce_monitor_period) {
+  const Time period = c_.rate_reduce_monitor_period;
+  if (c_.monitor_periodic) {
+    // The cut lands at the end of the grid period this notification arrived in.
+    if (!cut_pending_) cut_due_ = first_cnp_ + period * ((now - first_cnp_).ps / period.ps + 1);
+    cut_pending_ = true;
+  } else if (period.ps == 0 || cuts_ == 0 || now - last_cut_ >= period) {
     cut(now);
   } else {
     cut_pending_ = true;
+    cut_due_ = last_cut_ + period;
   }
 }
 
@@ -237,19 +308,39 @@ void DcqcnReactionPoint::cut(Time now) {
   rate_ = std::max(static_cast<double>(c_.rpg_min_rate.bps), rate_ * factor);
   byte_stage_ = time_stage_ = 0;
   bytes_left_ = c_.rpg_byte_reset;
-  next_increase_ = now + c_.rpg_time_reset;
+  next_increase_ = c_.rpg_time_reset.ps > 0 ? now + c_.rpg_time_reset : Time::max();
   last_cut_ = now;
   cut_pending_ = false;
   active_ = true;
   ++cuts_;
 }
 
+// The event count from which a counter has left fast recovery: F, or F + 1 when F events of
+// pure fast recovery are asked for.
+int DcqcnReactionPoint::threshold() const {
+  return c_.rpg_threshold + (c_.fast_recovery_f ? 1 : 0);
+}
+
+// A counter that is off does not take part: with one counter running, that one alone decides
+// between fast recovery and hyper increase.
+bool DcqcnReactionPoint::hyper() const {
+  const int f = threshold();
+  return (c_.rpg_time_reset.ps == 0 || time_stage_ >= f) &&
+         (c_.rpg_byte_reset == 0 || byte_stage_ >= f);
+}
+
 void DcqcnReactionPoint::increase(bool by_timer, Time now) {
-  const int f = c_.rpg_threshold;
-  if (byte_stage_ >= f && time_stage_ >= f) {  // hyper increase
-    target_ +=
-        static_cast<double>(c_.rpg_hai_rate.bps) * (std::min(byte_stage_, time_stage_) - f + 1);
-  } else if (byte_stage_ >= f || time_stage_ >= f) {  // additive increase
+  const int f = threshold();
+  const bool timer_past = c_.rpg_time_reset.ps > 0 && time_stage_ >= f;
+  const bool bytes_past = c_.rpg_byte_reset > 0 && byte_stage_ >= f;
+  const bool hyper_now = hyper();
+  if (hyper_now) {
+    int stage = c_.rpg_time_reset.ps > 0 ? time_stage_ : byte_stage_;
+    if (c_.rpg_time_reset.ps > 0 && c_.rpg_byte_reset > 0)
+      stage = std::min(byte_stage_, time_stage_);
+    const double steps = c_.hyper_linear ? 1.0 : stage - f + 1;
+    target_ += static_cast<double>(c_.rpg_hai_rate.bps) * steps;
+  } else if (timer_past || bytes_past) {  // additive increase
     target_ += static_cast<double>(c_.rpg_ai_rate.bps);
   }  // else fast recovery: halve the distance to the target
   target_ = std::min(target_, line_);
@@ -259,29 +350,28 @@ void DcqcnReactionPoint::increase(bool by_timer, Time now) {
     active_ = false;
     next_increase_ = Time::max();
   } else if (by_timer) {
-    const bool hyper = byte_stage_ >= f && time_stage_ >= f;
-    next_increase_ = now + (hyper ? Time{c_.rpg_time_reset.ps / 2} : c_.rpg_time_reset);
+    const bool halve = hyper_now && !c_.hyper_linear;
+    next_increase_ = now + (halve ? Time{c_.rpg_time_reset.ps / 2} : c_.rpg_time_reset);
   }
 }
 
 void DcqcnReactionPoint::on_packet_sent(int64_t bytes, Time now) {
-  if (!active_) return;
+  if (!active_ || c_.rpg_byte_reset == 0) return;
   bytes_left_ -= bytes;
   if (bytes_left_ > 0) return;
   ++byte_stage_;
-  const bool hyper = byte_stage_ >= c_.rpg_threshold && time_stage_ >= c_.rpg_threshold;
-  bytes_left_ = hyper ? c_.rpg_byte_reset / 2 : c_.rpg_byte_reset;
+  bytes_left_ = hyper() && !c_.hyper_linear ? c_.rpg_byte_reset / 2 : c_.rpg_byte_reset;
   increase(false, now);
 }
 
 Time DcqcnReactionPoint::next_timer() const {
   Time t = active_ ? next_increase_ : Time::max();
-  if (cut_pending_) t = std::min(t, last_cut_ + c_.rate_reduce_monitor_period);
+  if (cut_pending_) t = std::min(t, cut_due_);
   return t;
 }
 
 void DcqcnReactionPoint::on_timer(Time now) {
-  if (cut_pending_ && now >= last_cut_ + c_.rate_reduce_monitor_period) cut(now);
+  if (cut_pending_ && now >= cut_due_) cut(now);
   if (active_ && now >= next_increase_) {
     ++time_stage_;
     increase(true, now);

@@ -15,15 +15,18 @@ namespace fabtwin {
 struct DcqcnConfig {
   std::string profile = "paper";
   // Reaction point.
-  Time rpg_time_reset{};              // T: rate-increase timer period
-  int64_t rpg_byte_reset = 0;         // B: bytes sent between byte-counter increase events
+  Time rpg_time_reset{};              // T: rate-increase timer period (0: timer off)
+  int64_t rpg_byte_reset = 0;         // B: bytes between byte-counter increase events (0: off)
   int rpg_threshold = 5;              // F: fast-recovery stages before additive increase
+  bool fast_recovery_f = false;       // true: F pure fast-recovery steps; false: F - 1
+  bool hyper_linear = false;          // true: hyper increase adds R_HAI per event, T and B kept
   BitsPerSec rpg_ai_rate{};           // R_AI
   BitsPerSec rpg_hai_rate{};          // R_HAI
   int rpg_gd = 11;                    // cut: R_C (1 - alpha / 2^(gd-10))
   int rpg_min_dec_fac = 0;            // percent: a cut keeps at least this share of the rate
   BitsPerSec rpg_min_rate{};          // floor of R_C
   Time rate_reduce_monitor_period{};  // at most one cut per period (0: every CNP cuts)
+  bool monitor_periodic = false;      // true: cuts at the ends of a fixed grid of periods
   int dce_tcp_g = 1020;               // alpha gain g = 1 - dce_tcp_g / 1024
   Time dce_tcp_rtt{};                 // alpha update period (K in the paper)
   bool alpha_periodic = false;        // true: firmware rule, alpha updated every period
@@ -31,6 +34,9 @@ struct DcqcnConfig {
   bool clamp_tgt_rate = false;
   bool clamp_tgt_rate_after_time_inc = false;
   BitsPerSec rate_to_set_on_first_cnp{};  // 0: off
+  // Congestion notification: CNP frames from the notification point (false), or the ECN echo
+  // of ACKs, with no CNP frames (true).
+  bool ack_echo = false;
   // Notification point.
   Time min_time_between_cnps{};
   int cnp_dscp = 48;
@@ -50,6 +56,7 @@ class DcqcnReactionPoint final : public CongestionControl {
 
   BitsPerSec rate() const override { return {static_cast<int64_t>(rate_)}; }
   void on_packet_sent(int64_t bytes, Time now) override;
+  void on_ack(const AckRecord& ack) override;
   void on_cnp(Time now) override;
   Time next_timer() const override;
   void on_timer(Time now) override;
@@ -60,6 +67,8 @@ class DcqcnReactionPoint final : public CongestionControl {
   void settle_alpha(Time now);
   void cut(Time now);
   void increase(bool by_timer, Time now);
+  int threshold() const;  // the stage at which a counter leaves fast recovery
+  bool hyper() const;     // every running counter has left fast recovery
 
   const DcqcnConfig& c_;
   double line_;
@@ -70,7 +79,9 @@ class DcqcnReactionPoint final : public CongestionControl {
   bool cnp_in_period_ = false;  // periodic mode: a CNP arrived in the period being counted
   bool active_ = false;         // a CNP has been received and the rate is below line rate
   bool cut_pending_ = false;    // a CNP arrived inside the monitor period
+  Time cut_due_{};              // when the pending cut is applied
   Time last_cut_{};
+  Time first_cnp_{};  // origin of the periodic monitor's grid
   Time next_increase_ = Time::max();
   int64_t bytes_left_ = 0;
   int byte_stage_ = 0;

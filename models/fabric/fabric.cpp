@@ -95,6 +95,10 @@ Fabric::Fabric(FabricSpec spec, int threads, Transport* transport)
     } else {
       PacketPool& pool = pools_[partitioning_.partition_of[v]];
       auto sw = std::make_unique<Switch>(node.name, pool, spec_.routes.table(v), v, spec_.switches);
+      const StrategyPolicy& strategies = spec_.routing.strategies;
+      if (strategies.any_adaptive()) {
+        sw->set_routing_strategies(strategies.adaptive, strategies.for_switch(v, node.tier));
+      }
       switches_.push_back(sw.get());
       sim_->add(std::move(sw));
     }

@@ -277,6 +277,8 @@ std::vector<const ParamGroup*> all_param_groups() {
   groups.push_back(&kRoutingParams);
   groups.push_back(&kStaticRouteParams);
   groups.push_back(&kPriorityRewriteParams);
+  groups.push_back(&kStrategyRuleParams);
+  groups.push_back(&adaptive_routing_params());
   groups.push_back(&kLinkEventParams);
   for (const ParamGroup* g : traffic_param_groups()) groups.push_back(g);
   groups.push_back(&kCollectiveParams);

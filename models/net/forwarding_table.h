@@ -89,6 +89,12 @@ class ForwardingTable {
   int distance(int dst_host) const { return distance_[map_.entry(dst_host)]; }
 
   int hosts() const { return hosts_; }
+  // Port slots of the table's entries, and where an entry's ports (a span next_hops() gave)
+  // start among them: an id of the equal-cost group, below port_slots().
+  size_t port_slots() const { return ports_.size(); }
+  uint32_t offset_of(std::span<const uint16_t> hops) const {
+    return static_cast<uint32_t>(hops.data() - ports_.data());
+  }
   bool has_priority_routes() const { return !priority_maps_.empty(); }
   // Some destination (at some priority) has no route.
   bool has_missing_route() const;

@@ -55,7 +55,25 @@ const ParamGroup kRoutingParams{
       "the algorithm computes for the new set of working links; until then the old routes stay "
       "and frames sent toward a down link are lost (drops_link_down)",
       "fabtwin: a stand-in for failure detection, route computation and FIB update; set it for "
-      "the fabric studied"}}};
+      "the fabric studied"},
+     {"strategy", ParamType::Choice, "\"ecmp\"",
+      "how every switch chooses among the equal-cost ports of a destination: ecmp (hash of the "
+      "flow's 5-tuple: a flow keeps one path), adaptive (per packet, the least-loaded eligible "
+      "port), flowlet (per flowlet: a flow moves to the least-loaded port only after a pause "
+      "longer than routing.adaptive.flowlet_gap), drill (per packet, the least loaded of d "
+      "random ports and m remembered ones), spray (per packet, round robin). Every strategy "
+      "but ecmp skips ports whose link is down or that are paused (PFC) for the packet's "
+      "priority; routing.adaptive sets the load signal. docs/routing.md",
+      "ECMP: RFC 2992; adaptive: InfiniBand/Spectrum-X AR; flowlet: CONGA (SIGCOMM 2014), "
+      "LetFlow (NSDI 2017); drill: DRILL (SIGCOMM 2017); spray: Dixit et al. (INFOCOM 2013) "
+      "(docs/references.md §2.8)",
+      "ecmp|adaptive|flowlet|drill|spray"},
+     {"strategies", ParamType::List, "[]",
+      "per-tier, per-switch and per-priority strategies over routing.strategy, applied in order "
+      "(later entries win): [{tier, switch, priorities, strategy}], see routing.strategies[]",
+      "fabtwin"},
+     {"adaptive", ParamType::List, "{}", "load signal and strategy knobs, see routing.adaptive",
+      "fabtwin"}}};
 
 const ParamGroup kStaticRouteParams{
     "routing.static[]",
@@ -247,6 +265,7 @@ RoutingPolicy RoutingPolicy::read(const nlohmann::json& section, const Topology&
   }
   policy.ttl = static_cast<int>(r.integer("ttl"));
   policy.convergence_delay = r.time("convergence_delay");
+  policy.strategies = StrategyPolicy::read(r, t);
   r.finish();
   return policy;
 }

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "models/fabric/topology.h"
+#include "models/net/adaptive_routing.h"
 #include "models/net/forwarding_table.h"
 
 namespace fabtwin {
@@ -53,6 +54,7 @@ struct RoutingPolicy {
   std::vector<PriorityRewrite> rewrites;         // any algorithm
   int ttl = 64;                                  // IP TTL the NICs send with
   Time convergence_delay = Time{1'000'000'000};  // link event to new routes at every switch
+  StrategyPolicy strategies;                     // how each switch chooses among equal-cost ports
 
   // Reads `routing` (the section, may be null) naming nodes of `topology`; throws ScenarioError.
   static RoutingPolicy read(const nlohmann::json& section, const Topology& topology);

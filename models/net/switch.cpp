@@ -26,6 +26,18 @@ Switch::Switch(std::string name, PacketPool& pool, ForwardingTable forwarding, i
   }
 }
 
+void Switch::set_routing_strategies(const AdaptiveConfig& config,
+                                    const std::array<RoutingStrategy, kPriorities>& strategies) {
+  router_ = std::make_unique<AdaptiveRouter>(config, strategies, ecmp_salt_);
+  bool any = false;
+  for (int p = 0; p < kPriorities; ++p) any |= router_->routes(p);
+  if (!any) {
+    router_.reset();
+    return;
+  }
+  checked_ = true;
+}
+
 void Switch::add_link_change(Time at, uint32_t port, bool up) {
   links_change_ = checked_ = true;
   link_changes_.emplace_back(at, port, up);
@@ -56,6 +68,7 @@ void Switch::begin() {
     if (config_.mmu.lossless[p]) lossless |= static_cast<uint8_t>(1u << p);
   }
   set_watchdog(config_.watchdog, lossless);
+  if (router_) router_->begin(ports_.size(), forwarding_.port_slots());
   if (config_.queue_sample_interval.ps > 0) {
     schedule_self(now() + config_.queue_sample_interval, kSample, 0);
   }
@@ -198,12 +211,19 @@ void Switch::on_arrival_checked(uint32_t in_port, Packet* p) {
     return;
   }
   const auto hops = forwarding_.next_hops(static_cast<int>(p->dst_host), prio);
+  // The egress queue: the arrival priority, unless this hop rewrites it (the frame then
+  // carries a DSCP of the new priority, which the next hop classifies it by).
+  const int queue = forwarding_.rewrite(static_cast<int>(in_port), prio);
   uint32_t out;
   if (hops.size() == 1) {
     out = hops[0];
   } else if (hops.empty()) {
     drop(ports_[in_port].counters[prio], &PriorityCounters::drops_unroutable, p);
     return;
+  } else if (router_ && router_->routes(prio)) {
+    // Adaptive strategies skip down and paused ports themselves: no wait for new routes.
+    out = router_->pick(hops, forwarding_.offset_of(hops), p->ecmp_hash, prio, queue, now(), ports_,
+                        links_change_ ? link_down_.data() : nullptr, rng());
   } else {
     out = hops[ecmp_pick(p->ecmp_hash, ecmp_salt_, static_cast<uint32_t>(hops.size()))];
   }
@@ -211,9 +231,6 @@ void Switch::on_arrival_checked(uint32_t in_port, Packet* p) {
     drop(ports_[out].counters[prio], &PriorityCounters::drops_link_down, p);
     return;
   }
-  // The egress queue: the arrival priority, unless this hop rewrites it (the frame then
-  // carries a DSCP of the new priority, which the next hop classifies it by).
-  const int queue = forwarding_.rewrite(static_cast<int>(in_port), prio);
   if (queue != prio) {
     p->priority = static_cast<uint8_t>(queue);
     p->dscp = priority_dscp_[queue];
@@ -314,6 +331,7 @@ void Switch::on_timer(const Event& e) {
       break;
     case kRouteUpdate:
       forwarding_ = route_updates_[e.data].second;
+      if (router_) router_->on_table(forwarding_.port_slots());
       break;
     case kWatchdog:
       watchdog_poll(index);
@@ -321,7 +339,10 @@ void Switch::on_timer(const Event& e) {
     case kSample:
       sample_events_.emplace_back(order_of(e), samples_.size(), buffer_samples_.size());
       for (uint32_t i = 0; i < ports_.size(); ++i) {
-        samples_.push_back({now(), i, ports_[i].queued_bytes()});
+        // Busy time up to now: the frame on the wire counts for what it has sent so far.
+        const EgressPort& port = ports_[i];
+        const Time ahead = port.busy_until > now() ? port.busy_until - now() : Time{};
+        samples_.push_back({now(), i, port.queued_bytes(), port.busy_time - ahead});
       }
       buffer_samples_.push_back({now(), buffer_->used()});
       schedule_self(now() + config_.queue_sample_interval, kSample, 0);

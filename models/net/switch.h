@@ -21,6 +21,7 @@ struct QueueSample {
   Time time;
   uint32_t port;
   int64_t bytes;
+  Time busy;  // the port's transmitting time up to `time` (link utilization)
 };
 
 struct BufferSample {
@@ -50,6 +51,11 @@ class Switch final : public NetworkNode {
     checked_ = true;
     ttl_floor_ = 255 - ttl;
   }
+
+  // Before begin(): route the priorities whose strategy is not ECMP adaptively (they take the
+  // checked path). Switches with ECMP for every priority keep the plain path.
+  void set_routing_strategies(const AdaptiveConfig& config,
+                              const std::array<RoutingStrategy, kPriorities>& strategies);
 
   const ForwardingTable& forwarding() const { return forwarding_; }
   bool link_up(uint32_t port) const { return link_down_.empty() || !link_down_[port]; }
@@ -90,6 +96,7 @@ class Switch final : public NetworkNode {
   std::vector<std::pair<Time, ForwardingTable>> route_updates_;
   std::array<uint8_t, kPriorities> priority_dscp_{};  // the lowest DSCP mapped to each priority
   uint32_t ecmp_salt_;
+  std::unique_ptr<AdaptiveRouter> router_;  // null: ECMP for every priority
   SwitchConfig config_;
   std::unique_ptr<SharedBuffer> buffer_;
   // PFC each ingress port sends upstream as its priority groups cross XOFF and XON.

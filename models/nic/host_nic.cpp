@@ -36,6 +36,25 @@ const NicParams kNicParams{
                           "last one)",
                           "fabtwin; one ACK per packet as in the HPCC ns-3 model", "1..65536"}),
         NicParams::custom(
+            {"ack_dscp", ParamType::Text, "\"data\"",
+             "DSCP of ACKs and NAKs: data (the queue pair's own DSCP, so they share the data's "
+             "priority) or a DSCP 0..63 whose priority in fabric.qos.dscp_to_priority they then "
+             "travel in (e.g. 48: priority 6, strict, as HPCC's ns-3 sends ACKs ahead of data)",
+             "ConnectX sends ACKs on the queue pair's traffic class (data); HPCC ns-3 "
+             "(docs/references.md, Peer simulators)",
+             "data|0..63"},
+            [](ParamReader& r, NicConfig& c) {
+              const nlohmann::json v = r.json("ack_dscp");
+              if (v.is_string() && v.get<std::string>() == "data") {
+                c.ack_dscp = -1;
+              } else if (v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() <= 63) {
+                c.ack_dscp = v.get<int>();
+              } else {
+                throw ScenarioError(r.path_of("ack_dscp"),
+                                    "expected \"data\" or a DSCP 0..63, found " + json_text(v));
+              }
+            }),
+        NicParams::custom(
             {"rx_drain_rate", ParamType::Text, "\"line\"",
              "rate at which the receiver takes packets off the wire into host memory; below the "
              "link rate (a PCIe or memory bottleneck) arrivals wait in the receive buffer and the "
@@ -708,6 +727,10 @@ void HostNic::send_reply(PacketType type, ResponderQp& rq, Time echo, uint32_t s
   Packet* a = pool_.acquire();
   rq.write_reply(*a, type, host_, echo);
   a->set_sacked_psn(sacked_psn);
+  if (config_.ack_dscp >= 0) {  // nic.ack_dscp: a class of their own
+    a->dscp = static_cast<uint8_t>(config_.ack_dscp);
+    a->priority = config_.dscp_to_priority[static_cast<uint8_t>(config_.ack_dscp)];
+  }
   ports_[0].enqueue(a);
   pump();
 }

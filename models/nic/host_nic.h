@@ -21,9 +21,10 @@ namespace fabtwin {
 // The NIC's own parameters (kNicParams in host_nic.cpp declares their defaults) and the
 // settings it takes from other sections when the scenario is resolved (FabricSpec).
 struct NicConfig {
-  Bytes mtu;         // nic.mtu: payload bytes per packet (RoCE path MTU)
-  int ack_every;     // nic.ack_every: responder ACKs every n-th in-order packet and the last one
-  Time ack_timeout;  // nic.ack_timeout: requester retransmits from the first unacknowledged PSN
+  Bytes mtu;          // nic.mtu: payload bytes per packet (RoCE path MTU)
+  int ack_every;      // nic.ack_every: responder ACKs every n-th in-order packet and the last one
+  int ack_dscp = -1;  // nic.ack_dscp: DSCP of ACKs and NAKs; -1: the queue pair's own
+  Time ack_timeout;   // nic.ack_timeout: requester retransmits from the first unacknowledged PSN
   // Receive side: a NIC that drains slower than its link (a PCIe or host bottleneck) buffers
   // arrivals and pauses the link while the buffer is above rx_xoff, until it is below rx_xon.
   BitsPerSec rx_drain_rate;  // nic.rx_drain_rate; 0: drains at line rate, never pauses

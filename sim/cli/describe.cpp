@@ -76,6 +76,15 @@ nlohmann::json param_schema(const Param& p) {
       break;
     case ParamType::Text:
       s = {{"type", "string"}};
+      // "keyword|min..max": the keyword or an integer in the range.
+      if (const auto bar = p.choices.find('|'), dots = p.choices.find("..");
+          bar != std::string::npos && dots != std::string::npos && dots > bar) {
+        nlohmann::json keyword = {{"enum", {p.choices.substr(0, bar)}}};
+        nlohmann::json number = {{"type", "integer"},
+                                 {"minimum", std::stoll(p.choices.substr(bar + 1, dots - bar - 1))},
+                                 {"maximum", std::stoll(p.choices.substr(dots + 2))}};
+        s = {{"oneOf", {keyword, number}}};
+      }
       break;
     case ParamType::List:
       s = nlohmann::json::object();

@@ -5,6 +5,10 @@
 #include <sstream>
 
 #include "sim/atomic_file.h"
+#include "sim/cli/collective_rows.h"
+#include "sim/cli/fluid.h"
+#include "sim/cli/hdf5_table.h"
+#include "sim/cli/import.h"
 #include "sim/cli/record_columns.h"
 #include "sim/cli/report.h"
 #include "sim/hdf5_file.h"
@@ -24,31 +28,6 @@ constexpr auto record_fields(std::type_identity<PortPriorityRow>) {
       field("port_index", &PortPriorityRow::port_index, "", "Row of `/ports`."),
       field("priority", &PortPriorityRow::priority, "", "Priority (traffic class), 0..7."),
       field("counters", &PortPriorityRow::counters, "", "The counters of this priority."),
-  };
-}
-
-// /collectives/rank_gpus: which GPU each rank of each result ran on.
-struct RankGpuRow {
-  uint32_t result_index = 0;
-  uint32_t rank = 0;
-  uint32_t gpu_index = 0;
-};
-
-constexpr auto record_fields(std::type_identity<RankGpuRow>) {
-  return std::tuple{
-      field("result_index", &RankGpuRow::result_index, "", "Row of `/collectives/results`."),
-      field("rank", &RankGpuRow::rank, "", "Rank in that collective's communicator."),
-      field("gpu_index", &RankGpuRow::gpu_index, "", "Row of `/collectives/gpus`."),
-  };
-}
-
-struct GpuRow {
-  std::string name;
-};
-
-constexpr auto record_fields(std::type_identity<GpuRow>) {
-  return std::tuple{
-      text("name", &GpuRow::name, 32, "The GPU's name, its node and local index: `node3/gpu5`."),
   };
 }
 
@@ -119,105 +98,11 @@ void for_each_deadlock_table(const RunResult& r, Visit&& visit) {
   visit("deadlock/storms", r.deadlock.storms);
 }
 
-size_t cell_size(CellType type, int text_length) {
-  switch (type) {
-    case CellType::UInt8:
-      return 1;
-    case CellType::UInt16:
-      return 2;
-    case CellType::Int32:
-    case CellType::UInt32:
-      return 4;
-    case CellType::Int64:
-    case CellType::UInt64:
-    case CellType::Float64:
-      return 8;
-    case CellType::Text:
-      return static_cast<size_t>(text_length);
-  }
-  return 0;
-}
-
-hid_t hdf5_type(Hdf5File& h5, CellType type, int text_length) {
-  switch (type) {
-    case CellType::Int32:
-      return H5T_NATIVE_INT32;
-    case CellType::Int64:
-      return H5T_NATIVE_INT64;
-    case CellType::UInt8:
-      return H5T_NATIVE_UINT8;
-    case CellType::UInt16:
-      return H5T_NATIVE_UINT16;
-    case CellType::UInt32:
-      return H5T_NATIVE_UINT32;
-    case CellType::UInt64:
-      return H5T_NATIVE_UINT64;
-    case CellType::Float64:
-      return H5T_NATIVE_DOUBLE;
-    case CellType::Text:
-      return h5.fixed_string(static_cast<size_t>(text_length));
-  }
-  return -1;
-}
-
-template <class T>
-void put(char* at, T value) {
-  std::memcpy(at, &value, sizeof value);
-}
-
-void write_cell(char* at, CellType type, int text_length, const Cell& c) {
-  const auto integer = [&] {
-    return std::holds_alternative<int64_t>(c)    ? std::get<int64_t>(c)
-           : std::holds_alternative<uint64_t>(c) ? static_cast<int64_t>(std::get<uint64_t>(c))
-                                                 : int64_t{std::get<bool>(c)};
-  };
-  switch (type) {
-    case CellType::Int32:
-      return put(at, static_cast<int32_t>(integer()));
-    case CellType::Int64:
-      return put(at, integer());
-    case CellType::UInt8:
-      return put(at, static_cast<uint8_t>(integer()));
-    case CellType::UInt16:
-      return put(at, static_cast<uint16_t>(integer()));
-    case CellType::UInt32:
-      return put(at, static_cast<uint32_t>(integer()));
-    case CellType::UInt64:
-      return put(at, static_cast<uint64_t>(integer()));
-    case CellType::Float64:
-      return put(at, std::get<double>(c));
-    case CellType::Text: {
-      const std::string& s = std::get<std::string>(c);
-      std::memcpy(at, s.data(), std::min(s.size(), static_cast<size_t>(text_length)));
-      return;
-    }
-  }
-}
-
-// Writes `rows` as a compound dataset laid out like a C struct of its columns.
-template <class R>
-void write_table(Hdf5File& h5, const std::string& name, const std::vector<R>& rows) {
-  const std::vector<Column<R>> columns = columns_of<R>();
-  std::vector<Hdf5Field> fields;
-  std::vector<size_t> offsets;
-  size_t size = 0, align = 1;
-  for (const Column<R>& c : columns) {
-    const size_t n = cell_size(c.type, c.text_length), a = c.type == CellType::Text ? 1 : n;
-    size = (size + a - 1) / a * a;
-    offsets.push_back(size);
-    fields.push_back({c.name.c_str(), size, hdf5_type(h5, c.type, c.text_length)});
-    size += n;
-    align = std::max(align, a);
-  }
-  size = (size + align - 1) / align * align;
-  std::vector<char> data(rows.size() * size, 0);
-  for (size_t i = 0; i < rows.size(); ++i) {
-    for (size_t k = 0; k < columns.size(); ++k) {
-      const Column<R>& c = columns[k];
-      write_cell(data.data() + i * size + offsets[k], c.type, c.text_length, c.get(rows[i]));
-    }
-  }
-  h5.table(name, data.data(), rows.size(), size, fields);
+// The datasets of a fluid-model file (`fabtwin fluid --out`), in file order; /qp_rates has the
+// rows of a run's /qp_rates.
+template <class Visit>
+void for_each_fluid_table(const FluidResult& r, Visit&& visit) {
+  visit("fluid_queue", r.queue_rows());
 }
 
 void write_contents(const RunResult& r, const std::filesystem::path& path) {
@@ -257,6 +142,52 @@ void write_contents(const RunResult& r, const std::filesystem::path& path) {
   h5.close();
 }
 
+void write_fluid_contents(const FluidResult& r, const std::filesystem::path& path) {
+  Hdf5File h5(path.string());
+  const FluidBottleneck& b = r.bottleneck;
+  const DcqcnFluidParams& p = b.model;
+  const FluidSetup& s = r.setup;
+  h5.attribute("fabtwin_version", std::string(kVersion));
+  h5.attribute("schema_version", int64_t{kHdf5SchemaVersion});
+  h5.attribute("source", std::string("fluid"));
+  h5.attribute("scenario", r.scenario_text);
+  h5.attribute("scenario_file", r.scenario_file);
+  h5.attribute("flows", int64_t{p.flows});
+  h5.attribute("receiver", int64_t{b.receiver});
+  h5.attribute("capacity_bps", p.capacity_bps);
+  h5.attribute("line_rate_bps", b.line_rate_bps);
+  h5.attribute("packet_bytes", p.packet_bytes);
+  h5.attribute("kmin_bytes", p.kmin_bytes);
+  h5.attribute("kmax_bytes", p.kmax_bytes);
+  h5.attribute("pmax", p.pmax);
+  h5.attribute("g", p.g);
+  h5.attribute("tau_s", p.tau_s);
+  h5.attribute("tau_prime_s", p.tau_prime_s);
+  h5.attribute("timer_s", p.timer_s);
+  h5.attribute("byte_counter_bytes", p.byte_counter_bytes);
+  h5.attribute("fast_recovery", int64_t{p.fast_recovery});
+  h5.attribute("rate_ai_bps", p.rate_ai_bps);
+  h5.attribute("initial_alpha", b.initial_alpha);
+  h5.attribute("delay_ps", s.delay.ps);
+  h5.attribute("base_rtt_ps", b.base_rtt.ps);
+  h5.attribute("duration_ps", s.duration.ps);
+  h5.attribute("step_ps", static_cast<int64_t>(std::llround(r.trajectory.step_s * 1e12)));
+  h5.attribute("sample_ps", s.sample.ps);
+  h5.attribute("fixed_point_queue_bytes", r.fixed_point ? r.fixed_point->queue_bytes : -1.0);
+  h5.attribute("fixed_point_p", r.fixed_point ? r.fixed_point->p : -1.0);
+  h5.attribute("fixed_point_alpha", r.fixed_point ? r.fixed_point->alpha : -1.0);
+  h5.attribute("fixed_point_rate_bps", r.fixed_point ? r.fixed_point->rate_bps : -1.0);
+  h5.attribute("fixed_point_target_bps", r.fixed_point ? r.fixed_point->target_rate_bps : -1.0);
+  h5.attribute("wall_seconds", r.wall_seconds);
+  const auto write = [&](const std::string& name, const auto& rows) {
+    write_table(h5, name, rows);
+  };
+  for_each_fluid_table(r, write);
+  write_table(h5, "qp_rates", r.rate_rows());
+  h5.attribute("run_id", r.run_id);
+  h5.close();
+}
+
 constexpr const char* kBegin = "<!-- generated by `fabtwin describe --hdf5-schema`: ";
 constexpr const char* kEnd = "<!-- end of generated table -->";
 
@@ -279,6 +210,8 @@ std::vector<std::pair<std::string, std::string>> schema_blocks() {
   for_each_table(none, block);
   for_each_deadlock_table(none, block);
   for_each_collective_table(none, block);
+  for_each_fluid_table(FluidResult{}, block);
+  for_each_measurement_table(MeasurementFile{}, block);
   return blocks;
 }
 
@@ -286,6 +219,10 @@ std::vector<std::pair<std::string, std::string>> schema_blocks() {
 
 void write_hdf5(const RunResult& r, const std::filesystem::path& file) {
   write_atomically(file, [&](const std::filesystem::path& temp) { write_contents(r, temp); });
+}
+
+void write_fluid_hdf5(const FluidResult& r, const std::filesystem::path& file) {
+  write_atomically(file, [&](const std::filesystem::path& temp) { write_fluid_contents(r, temp); });
 }
 
 void print_hdf5_schema(std::ostream& out, const std::string& doc) {

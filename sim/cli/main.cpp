@@ -7,11 +7,15 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "hw/import/log_lines.h"
 #include "models/fabric/fabric.h"
 #include "sim/atomic_file.h"
 #include "sim/cli/bench.h"
+#include "sim/cli/compare.h"
 #include "sim/cli/deadlock.h"
 #include "sim/cli/describe.h"
+#include "sim/cli/fluid.h"
+#include "sim/cli/import.h"
 #include "sim/cli/report.h"
 #include "sim/cli/scenario_command.h"
 #include "sim/cli/sweep.h"
@@ -47,12 +51,24 @@ constexpr const char* kUsage =
     "  deadlock SCENARIO [--failures 0|1|2] [--json FILE|-]\n"
     "                      static analysis: cyclic buffer dependencies PFC can deadlock on,\n"
     "                      also under every single/double link failure; exit 1 if any\n"
+    "  fluid SCENARIO [--set path=value]... [--out FILE.h5] [--json FILE|-] [--duration T]\n"
+    "      [--delay T] [--step T] [--sample T] [--after T]\n"
+    "                      integrate the DCQCN fluid model (CoNEXT 2016) for the scenario's\n"
+    "                      bottleneck: queue, rate, target and alpha over time, in milliseconds\n"
+    "                      (docs/fluid-model.md)\n"
     "  sweep SWEEP.json [--jobs N] [--out DIR] [--objective \"min|max METRIC\"]...\n"
     "      [--resume=keep | --restart] [--point-results] [--set path=value]... [--dry-run]\n"
     "                      run a parameter sweep (axes over any scenario path, grid, random\n"
     "                      or Latin-hypercube designs, seeds): a table of metrics with 95%\n"
     "                      confidence intervals, resumable, concurrent, over MPI ranks under\n"
     "                      mpirun (docs/sweeps.md)\n"
+    "  import perftest|nccl-tests LOG [--out FILE.h5] [--json FILE|-] [--op OP]\n"
+    "                      read a perftest or nccl-tests log into a measurement file in the\n"
+    "                      simulator's schema (docs/measurements.md)\n"
+    "  compare A.h5 B.h5 [--json FILE|-]\n"
+    "                      metric by metric error of A (a simulated run) against B (a\n"
+    "                      measurement): rows matched by key, unmatched rows listed; exit 1 if\n"
+    "                      nothing matches\n"
     "\n"
     "options: --help, --version\n";
 
@@ -173,7 +189,10 @@ int main(int argc, char** argv) {
     if (command == "validate") return command_validate(args);
     if (command == "bench") return command_bench(args);
     if (command == "deadlock") return command_deadlock(args);
+    if (command == "fluid") return command_fluid(args);
     if (command == "sweep") return command_sweep(args, transport);
+    if (command == "import") return command_import(args);
+    if (command == "compare") return command_compare(args);
     std::cerr << "fabtwin: unknown command \"" << command << "\"\n\n" << kUsage;
     return 2;
   } catch (const ScenarioError& e) {
@@ -188,6 +207,9 @@ int main(int argc, char** argv) {
     // Only the rank that writes checks its outputs: the others must be stopped too.
     std::cerr << "fabtwin " << command << ": " << e.what() << "\n";
     return fail(2);
+  } catch (const hw::LogFormatError& e) {
+    std::cerr << "fabtwin " << command << ": " << e.what() << "\n";
+    return 2;
   } catch (const po::error& e) {
     if (!quiet) std::cerr << "fabtwin " << command << ": " << e.what() << "\n";
     return 2;

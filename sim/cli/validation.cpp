@@ -5,10 +5,12 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <set>
 
 #include "models/cc/algorithm.h"
 #include "models/cc/dcqcn_fluid_model.h"
 #include "models/fabric/fabric.h"
+#include "models/fabric/fluid_bottleneck.h"
 #include "models/fabric/metrics.h"
 
 namespace fabtwin {
@@ -30,12 +32,63 @@ const ParamGroup kCaseParams{
       "fabtwin"},
      {"report", ParamType::List, "[]", "further metrics printed with the result, not judged",
       "fabtwin"},
+     {"fluid", ParamType::List, "{}",
+      "{duration?, delay?, step?, sample?, after?}: integrate the DCQCN fluid model for the "
+      "scenario's bottleneck (`fabtwin fluid` with these options) instead of simulating it; "
+      "metrics: fluid_mean_queue_bytes, fluid_utilization, fluid_amplitude_bytes",
+      "fabtwin"},
      {"tolerance", ParamType::List, "",
       "{relative | absolute} around the reference, or {at_most: true | at_least: true}",
       "fabtwin"}}};
 
 double measure(const nlohmann::json& metric, const RunResult& r) {
   return measure_metric(metric.at("name").get<std::string>(), r, metric);
+}
+
+// The fluid model's trajectory for a case with a "fluid" object, integrated with its options as
+// `fabtwin fluid` takes them, and summarized.
+DcqcnTrajectorySummary fluid_summary(const nlohmann::json& options, const FabricSpec& spec) {
+  static const std::set<std::string> kKeys{"duration", "delay", "step", "sample", "after"};
+  for (const auto& [key, value] : options.items()) {
+    if (!kKeys.count(key)) {
+      throw ScenarioError("fluid." + key,
+                          "unknown key; this object takes duration, delay, step, sample, after");
+    }
+  }
+  FluidOptions o;
+  auto time = [&](const std::string& key) -> std::optional<Time> {
+    if (!options.contains(key)) return std::nullopt;
+    const nlohmann::json& value = options.at(key);
+    if (!value.is_string()) {
+      throw ScenarioError("fluid." + key,
+                          "expected a time like \"75ms\", found " + json_text(value));
+    }
+    try {
+      return parse_time(value.get<std::string>());
+    } catch (const std::exception& e) {
+      throw ScenarioError("fluid." + key, e.what());
+    }
+  };
+  o.duration = time("duration");
+  o.delay = time("delay");
+  o.step = time("step");
+  o.sample = time("sample");
+  o.after = time("after");
+  const FluidBottleneck b = fluid_bottleneck(spec);
+  const FluidSetup setup = fluid_setup(spec, b, o);
+  return summarize(dcqcn_trajectory(setup.params), setup.params, setup.after.seconds());
+}
+
+// The summary figure a fluid case's metric names.
+double measure_fluid(const nlohmann::json& metric, const DcqcnTrajectorySummary& s) {
+  const std::string name = metric.at("name").get<std::string>();
+  if (name == "fluid_mean_queue_bytes") return s.mean_queue_bytes;
+  if (name == "fluid_utilization") return s.utilization;
+  if (name == "fluid_amplitude_bytes") return s.amplitude_bytes;
+  throw ScenarioError("metric.name",
+                      "a fluid case measures fluid_mean_queue_bytes, fluid_utilization or "
+                      "fluid_amplitude_bytes, found \"" +
+                          name + "\"");
 }
 
 // The round trip of one packet of `payload` bytes of flow `f` and its ACK through an idle
@@ -87,28 +140,9 @@ double analytic(const std::string& name, const nlohmann::json& metric, const Fab
     return alpha * pool / (1 + alpha * n);
   }
   if (name == "dcqcn_fixed_point_queue") {
-    // The CoNEXT 2016 fluid model's fixed point for the scenario's own parameters: N flows
-    // through the bottleneck, counting in the data frames the switch marks.
-    if (nic.cc.algorithm != CcAlgorithm::Dcqcn) {
-      throw ScenarioError("nic.cc.algorithm", "the dcqcn_fixed_point_queue reference needs dcqcn");
-    }
-    const DcqcnConfig& cc = nic.cc.dcqcn;
-    const RedMarking red = spec.switches.red_for(host_link.rate);
-    DcqcnFluidParams p;
-    p.capacity_bps = static_cast<double>(host_link.rate.bps);
-    p.flows = static_cast<int>(spec.flows.size());
-    p.packet_bytes = roce::data_frame(static_cast<int>(nic.mtu.count), false);
-    p.kmin_bytes = static_cast<double>(red.kmin);
-    p.kmax_bytes = static_cast<double>(red.kmax);
-    p.pmax = red.pmax;
-    p.g = cc.g();
-    p.tau_s = cc.min_time_between_cnps.seconds();
-    p.tau_prime_s = cc.dce_tcp_rtt.seconds();
-    p.timer_s = cc.rpg_time_reset.seconds();
-    p.byte_counter_bytes = static_cast<double>(cc.rpg_byte_reset);
-    p.fast_recovery = cc.rpg_threshold;
-    p.rate_ai_bps = static_cast<double>(cc.rpg_ai_rate.bps);
-    return dcqcn_fixed_point(p).queue_bytes;
+    // The CoNEXT 2016 fluid model's fixed point for the scenario's own bottleneck: every flow
+    // into one receiver, counting in the data frames the switch marks.
+    return dcqcn_fixed_point(fluid_bottleneck(spec).model).queue_bytes;
   }
   if (name == "ring_all_reduce_alpha_beta") {
     // T = base + 2(n-1) alpha + 2(n-1)/n S/B for one GPU per node: alpha is the unloaded
@@ -150,6 +184,24 @@ double analytic(const std::string& name, const nlohmann::json& metric, const Fab
                           name + "\"");
 }
 
+// Compares o.simulated with o.reference under the case's tolerance.
+ValidationOutcome judge(ValidationOutcome o, const nlohmann::json& tolerance) {
+  if (tolerance.contains("at_most") || tolerance.contains("at_least")) {
+    o.bound = tolerance.contains("at_most") ? "at_most" : "at_least";
+    o.relative = false;
+    o.error = o.simulated - o.reference;
+    o.passed = o.bound == "at_most" ? o.simulated <= o.reference : o.simulated >= o.reference;
+    return o;
+  }
+  o.relative = tolerance.contains("relative");
+  o.tolerance =
+      o.relative ? tolerance["relative"].get<double>() : tolerance.at("absolute").get<double>();
+  const double diff = std::abs(o.simulated - o.reference);
+  o.error = o.relative ? diff / std::abs(o.reference) : diff;
+  o.passed = o.error <= o.tolerance;
+  return o;
+}
+
 std::filesystem::path cases_dir() {
   return std::filesystem::path(FABTWIN_SOURCE_DIR) / "validate";
 }
@@ -177,7 +229,24 @@ ValidationOutcome run_validation_case(const std::filesystem::path& case_file) {
   const nlohmann::json& tolerance = r.raw("tolerance");
   const nlohmann::json& baseline = r.raw("baseline");
   const nlohmann::json& report = r.raw("report");
+  const nlohmann::json& fluid = r.raw("fluid");
   r.finish();
+
+  if (fluid.is_object()) {
+    // The fluid model stands in for the simulator: no run, the reference from the same spec.
+    const FabricSpec spec = FabricSpec::resolve(doc);
+    o.metric = metric.at("name").get<std::string>();
+    const DcqcnTrajectorySummary summary = fluid_summary(fluid, spec);
+    o.simulated = measure_fluid(metric, summary);
+    for (const auto& extra : report.is_array() ? report : nlohmann::json::array()) {
+      o.extras.push_back({extra.at("name").get<std::string>(), measure_fluid(extra, summary)});
+    }
+    o.reference = reference.contains("analytic")
+                      ? analytic(reference["analytic"].get<std::string>(), metric, spec, {})
+                      : reference.at("value").get<double>();
+    o.source = reference.value("source", "");
+    return judge(o, tolerance);
+  }
 
   Fabric fabric(FabricSpec::resolve(doc));
   const RunResult result = fabric.run();
@@ -205,20 +274,7 @@ ValidationOutcome run_validation_case(const std::filesystem::path& case_file) {
                                                           metric, fabric.spec(), result)
                                                : reference.at("value").get<double>();
   o.source = reference.value("source", "");
-  if (tolerance.contains("at_most") || tolerance.contains("at_least")) {
-    o.bound = tolerance.contains("at_most") ? "at_most" : "at_least";
-    o.relative = false;
-    o.error = o.simulated - o.reference;
-    o.passed = o.bound == "at_most" ? o.simulated <= o.reference : o.simulated >= o.reference;
-    return o;
-  }
-  o.relative = tolerance.contains("relative");
-  o.tolerance =
-      o.relative ? tolerance["relative"].get<double>() : tolerance.at("absolute").get<double>();
-  const double diff = std::abs(o.simulated - o.reference);
-  o.error = o.relative ? diff / std::abs(o.reference) : diff;
-  o.passed = o.error <= o.tolerance;
-  return o;
+  return judge(o, tolerance);
 }
 
 int command_validate(const std::vector<std::string>& args) {
