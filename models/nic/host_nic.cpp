@@ -852,17 +852,4 @@ void HostNic::collect(std::vector<FlowRecord>& records) const {
   }
 }
 
-ReceiverCounters HostNic::connection_receiver_counters() const {
-  ReceiverCounters c;
-  for (const ResponderQp& rq : receive_qps_) {
-    if (!rq.connection) continue;
-    c.out_of_sequence += rq.counters.out_of_sequence;
-    c.naks_sent += rq.counters.naks_sent;
-    c.sacks_sent += rq.counters.sacks_sent;
-    c.duplicates += rq.counters.duplicates;
-    c.max_reorder_depth = std::max(c.max_reorder_depth, rq.counters.max_reorder_depth);
-  }
-  return c;
-}
-
 }  // namespace fabtwin

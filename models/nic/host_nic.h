@@ -97,8 +97,6 @@ class HostNic final : public NetworkNode {
 
   // Fills the parts of each flow's record this NIC knows (requester or responder side).
   void collect(std::vector<FlowRecord>& records) const;
-  // The receiver counters of the connection QPs (flows' are in their records).
-  ReceiverCounters connection_receiver_counters() const;
   int64_t data_packets_sent() const { return data_packets_sent_; }
   // Rate cuts of the connection QPs (flows' cuts are in their records).
   int64_t connection_rate_cuts() const;
