@@ -345,13 +345,17 @@ uint32_t AdaptiveRouter::pick(std::span<const uint16_t> hops, uint32_t group, ui
       FlowletEntry& e = flowlets_[static_cast<size_t>(
           (static_cast<unsigned __int128>(h) * flowlets_.size()) >> 64)];
       const bool fresh = now - e.last <= config_.flowlet_gap;
+      const Time last = e.last;
       e.last = now;
       if (fresh && std::find(hops.begin(), hops.end(), e.port) != hops.end() &&
           eligible(ports[e.port], e.port, queue, now, link_down, true)) {
         return e.port;
       }
-      e.port = static_cast<uint16_t>(least_loaded(hops, queue, now, ports, link_down, rng));
-      return e.port;
+      const auto port =
+          static_cast<uint16_t>(least_loaded(hops, queue, now, ports, link_down, rng));
+      if (port != e.port && last.ps != kNever) ++flowlet_moves_;
+      e.port = port;
+      return port;
     }
     case RoutingStrategy::Drill: {
       // d random samples and the m ports remembered from the last decision; the least loaded

@@ -104,12 +104,16 @@ class AdaptiveRouter {
                 int queue, Time now, const std::vector<EgressPort>& ports, const uint8_t* link_down,
                 Rng& rng);
 
+  // Flowlets that started on another port than their entry's previous one (flows moved).
+  int64_t flowlet_moves() const { return flowlet_moves_; }
+
   // The signal of `port` for `queue` as the switch sees it at `now` (sampled, quantized).
   int64_t load(const std::vector<EgressPort>& ports, uint32_t port, int queue, Time now);
 
  private:
+  static constexpr int64_t kNever = std::numeric_limits<int64_t>::min() / 2;
   struct FlowletEntry {
-    Time last{std::numeric_limits<int64_t>::min() / 2};  // last packet of the flowlet
+    Time last{kNever};  // last packet of the flowlet (kNever: unused)
     uint16_t port = 0;
   };
   bool eligible(const EgressPort& port, uint32_t index, int queue, Time now,
@@ -136,6 +140,7 @@ class AdaptiveRouter {
   std::vector<FlowletEntry> flowlets_;
   std::vector<uint16_t> memory_;  // DRILL: the remembered least-loaded ports
   std::vector<uint32_t> spray_;   // [table port slot]: next position of its group's rotation
+  int64_t flowlet_moves_ = 0;
 };
 
 }  // namespace fabtwin
