@@ -1,5 +1,6 @@
 #include "models/fabric/fabric.h"
 
+#include <array>
 #include <chrono>
 #include <cstring>
 #include <functional>
@@ -293,6 +294,14 @@ RunResult Fabric::run(const Simulator::Progress& progress) {
     ports += static_cast<size_t>(spec_.topology.nodes[v].ports);
   }
   r.ports.reserve(ports);  // no copies of the whole list while it grows
+  // "leaf->spine" and the like, named once per pair of tiers (short strings, copied per port).
+  std::array<std::array<std::string, 4>, 4> link_names;
+  for (int a = 0; a < 4; ++a) {
+    for (int b = 0; b < 4; ++b) {
+      link_names[a][b] =
+          std::string(tier_name(static_cast<Tier>(a))) + "->" + tier_name(static_cast<Tier>(b));
+    }
+  }
   for (size_t v = 0; v < spec_.topology.nodes.size(); ++v) {
     first_port[v] = static_cast<uint32_t>(r.ports.size());
     const auto& node = static_cast<NetworkNode&>(sim_->component(static_cast<ComponentId>(v)));
@@ -305,7 +314,8 @@ RunResult Fabric::run(const Simulator::Progress& progress) {
       const TopologyNode& peer =
           spec_.topology.nodes[spec_.topology.peer(static_cast<int>(v), static_cast<int>(p)).node];
       rec.peer = peer.name;
-      rec.link = std::string(tier_name(spec_.topology.nodes[v].tier)) + "->" + tier_name(peer.tier);
+      rec.link =
+          link_names[static_cast<int>(spec_.topology.nodes[v].tier)][static_cast<int>(peer.tier)];
       rec.rate = port.rate;
       rec.busy_time = port.busy_time;
       rec.counters = port.counters;
