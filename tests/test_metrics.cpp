@@ -278,3 +278,36 @@ TEST_CASE("the catalogue names each metric once, and the report holds the argume
   CHECK(j.at("rate_convergence_time_ps").is_null());  // no rate samples
   CHECK_FALSE(j.contains("mean_queue_bytes"));        // needs a port
 }
+
+TEST_CASE("link utilization per tier and its imbalance", "[metrics][adaptive]") {
+  RunResult r;
+  for (uint32_t p = 0; p < 3; ++p) {
+    PortRecord port;
+    port.node = "leaf0";
+    port.port = p;
+    port.switch_port = true;
+    port.link = p < 2 ? "leaf->spine" : "leaf->host";
+    r.ports.push_back(std::move(port));
+  }
+  // Uplinks 0 and 1 over two 10 us intervals: (1.0, 0.2), then (0.6, 0.6); an idle third one
+  // where the group carries nothing does not count. The host link: 0.5 then 0.
+  const double u[3][3] = {{1.0, 0.6, 0.0}, {0.2, 0.6, 0.0}, {0.5, 0.0, 0.0}};
+  for (uint32_t p = 0; p < 3; ++p) {
+    for (int k = 0; k < 3; ++k) r.link_samples.push_back({Time{(k + 1) * 10 * kUs}, p, u[p][k]});
+  }
+  const auto groups = link_utilization_by_group(r);
+  const LinkGroupUtilization& up = groups.at("leaf->spine");
+  CHECK(up.links == 2);
+  CHECK(up.samples == 2);
+  CHECK(up.mean == Approx((0.6 + 0.6) / 2));
+  CHECK(up.imbalance_mean == Approx((1.0 + 0.6) / (0.6 + 0.6)));  // maxima over means
+  CHECK(up.imbalance_worst == Approx(1.0 / 0.6));
+  // Over the run (30 us): port 0 busy 16 us, port 1 8 us: max/mean = 16 / 12.
+  CHECK(up.imbalance_run == Approx(16.0 / 12.0));
+  const LinkGroupUtilization& host = groups.at("leaf->host");
+  CHECK(host.samples == 1);
+  CHECK(host.imbalance_run == Approx(1.0));
+  CHECK(find_metric("link_imbalance_by_tier").groups(r).at("leaf->spine") ==
+        Approx(up.imbalance_mean));
+  CHECK(metrics_json(r).at("link_imbalance_run_by_tier").at("leaf->host") == Approx(1.0));
+}

@@ -64,10 +64,12 @@ std::string encode_result(const RunResult& r, const std::vector<uint64_t>& finge
                             {"collectives", collectives},
                             {"data_packets_sent", r.data_packets_sent},
                             {"connection_rate_cuts", r.connection_rate_cuts},
+                            {"flowlet_moves", r.flowlet_moves},
                             {"peak_packets_in_pool", r.peak_packets_in_pool},
                             {"flows", r.flows},
                             {"ports", r.ports},
                             {"queue_samples", r.queue_samples},
+                            {"link_samples", r.link_samples},
                             {"pauses", r.pauses},
                             {"buffers", r.buffers},
                             {"buffer_samples", r.buffer_samples},
@@ -97,6 +99,7 @@ RunResult merge_results(const std::vector<std::string>& texts, uint64_t seed,
     collectives.append(j["collectives"].get<GpuNodeRecords>());
     r.data_packets_sent += j["data_packets_sent"].get<int64_t>();
     r.connection_rate_cuts += j["connection_rate_cuts"].get<int64_t>();
+    r.flowlet_moves += j["flowlet_moves"].get<int64_t>();
     r.peak_packets_in_pool += j["peak_packets_in_pool"].get<int64_t>();
     const auto flows = j["flows"].get<std::vector<FlowRecord>>();
     const auto ports = j["ports"].get<std::vector<PortRecord>>();
@@ -112,6 +115,8 @@ RunResult merge_results(const std::vector<std::string>& texts, uint64_t seed,
     }
     for (const auto& s : j["queue_samples"].get<std::vector<QueueDepthSample>>())
       r.queue_samples.push_back(s);
+    for (const auto& s : j["link_samples"].get<std::vector<LinkUtilizationSample>>())
+      r.link_samples.push_back(s);
     for (const auto& p : j["pauses"].get<std::vector<PauseRecord>>()) r.pauses.push_back(p);
     for (const auto& s : j["buffer_samples"].get<std::vector<BufferSampleRecord>>())
       r.buffer_samples.push_back(s);
@@ -126,6 +131,10 @@ RunResult merge_results(const std::vector<std::string>& texts, uint64_t seed,
   }
   std::stable_sort(r.queue_samples.begin(), r.queue_samples.end(),
                    [&](const QueueDepthSample& a, const QueueDepthSample& b) {
+                     return node_of_port[a.port] < node_of_port[b.port];
+                   });
+  std::stable_sort(r.link_samples.begin(), r.link_samples.end(),
+                   [&](const LinkUtilizationSample& a, const LinkUtilizationSample& b) {
                      return node_of_port[a.port] < node_of_port[b.port];
                    });
   std::stable_sort(r.pauses.begin(), r.pauses.end(),

@@ -1,5 +1,6 @@
 #include "models/fabric/fabric.h"
 
+#include <array>
 #include <chrono>
 #include <cstring>
 #include <functional>
@@ -253,6 +254,8 @@ RunResult Fabric::run(const Simulator::Progress& progress) {
   r.hosts = spec_.topology.hosts;
   r.switches = static_cast<int>(switches_.size());
   r.routing = routing_algorithm_name(spec_.routing.algorithm);
+  r.routing_strategy = routing_strategy_name(spec_.routing.strategies.strategy);
+  if (!spec_.routing.strategies.rules.empty()) r.routing_strategy += " + rules";
   for (const LinkEvent& e : spec_.events) {
     const Link& l = spec_.topology.links[e.link];
     r.link_events.push_back(
@@ -291,6 +294,14 @@ RunResult Fabric::run(const Simulator::Progress& progress) {
     ports += static_cast<size_t>(spec_.topology.nodes[v].ports);
   }
   r.ports.reserve(ports);  // no copies of the whole list while it grows
+  // "leaf->spine" and the like, named once per pair of tiers (short strings, copied per port).
+  std::array<std::array<std::string, 4>, 4> link_names;
+  for (int a = 0; a < 4; ++a) {
+    for (int b = 0; b < 4; ++b) {
+      link_names[a][b] =
+          std::string(tier_name(static_cast<Tier>(a))) + "->" + tier_name(static_cast<Tier>(b));
+    }
+  }
   for (size_t v = 0; v < spec_.topology.nodes.size(); ++v) {
     first_port[v] = static_cast<uint32_t>(r.ports.size());
     const auto& node = static_cast<NetworkNode&>(sim_->component(static_cast<ComponentId>(v)));
@@ -300,9 +311,11 @@ RunResult Fabric::run(const Simulator::Progress& progress) {
       rec.node = spec_.topology.nodes[v].name;
       rec.switch_port = spec_.topology.nodes[v].kind == NodeKind::Switch;
       rec.port = p;
-      rec.peer =
-          spec_.topology.nodes[spec_.topology.peer(static_cast<int>(v), static_cast<int>(p)).node]
-              .name;
+      const TopologyNode& peer =
+          spec_.topology.nodes[spec_.topology.peer(static_cast<int>(v), static_cast<int>(p)).node];
+      rec.peer = peer.name;
+      rec.link =
+          link_names[static_cast<int>(spec_.topology.nodes[v].tier)][static_cast<int>(peer.tier)];
       rec.rate = port.rate;
       rec.busy_time = port.busy_time;
       rec.counters = port.counters;
@@ -314,6 +327,7 @@ RunResult Fabric::run(const Simulator::Progress& progress) {
   }
   for (size_t s = 0; s < switches_.size(); ++s) {
     const int v = spec_.topology.hosts + static_cast<int>(s);
+    r.flowlet_moves += switches_[s]->flowlet_moves();
     const SharedBuffer& b = switches_[s]->buffer();
     BufferRecord rec;
     rec.node = spec_.topology.nodes[v].name;
@@ -328,8 +342,18 @@ RunResult Fabric::run(const Simulator::Progress& progress) {
     for (const BufferSample& q : switches_[s]->buffer_samples()) {
       r.buffer_samples.push_back({q.time, static_cast<uint32_t>(s), q.bytes});
     }
+    // Each port's utilization between consecutive samples (from 0 for the first).
+    std::vector<std::pair<Time, Time>> last(switches_[s]->ports().size());  // (time, busy)
     for (const QueueSample& q : switches_[s]->queue_samples()) {
       r.queue_samples.push_back({q.time, first_port[v] + q.port, q.bytes});
+      auto& [at, busy] = last[q.port];
+      if (q.time > at) {
+        r.link_samples.push_back(
+            {q.time, first_port[v] + q.port,
+             static_cast<double>((q.busy - busy).ps) / static_cast<double>((q.time - at).ps)});
+      }
+      at = q.time;
+      busy = q.busy;
     }
   }
   if (sim_->distributed()) {
@@ -343,6 +367,7 @@ RunResult Fabric::run(const Simulator::Progress& progress) {
       std::swap(r.flows, merged.flows);
       std::swap(r.ports, merged.ports);
       std::swap(r.queue_samples, merged.queue_samples);
+      std::swap(r.link_samples, merged.link_samples);
       std::swap(r.pauses, merged.pauses);
       std::swap(r.buffers, merged.buffers);
       std::swap(r.buffer_samples, merged.buffer_samples);
@@ -350,6 +375,7 @@ RunResult Fabric::run(const Simulator::Progress& progress) {
       r.fingerprint = merged.fingerprint;
       r.data_packets_sent = merged.data_packets_sent;
       r.connection_rate_cuts = merged.connection_rate_cuts;
+      r.flowlet_moves = merged.flowlet_moves;
       r.peak_packets_in_pool = merged.peak_packets_in_pool;
     }
     r.partitions = static_cast<int>(partitioning_.partitions);

@@ -1,5 +1,6 @@
 #include "models/fabric/metrics.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -301,6 +302,60 @@ int64_t max_switch_queue_bytes(const RunResult& r) {
   return m;
 }
 
+std::map<std::string, LinkGroupUtilization> link_utilization_by_group(const RunResult& r) {
+  struct Interval {
+    double sum = 0, max = 0;
+    int links = 0;
+  };
+  // Per group: per sample time, the links' sum and max; per port, busy fraction x time.
+  std::map<std::string, std::map<int64_t, Interval>> intervals;
+  std::map<uint32_t, std::pair<double, double>> per_port;  // port -> (busy ps, sampled ps)
+  std::map<uint32_t, Time> previous;
+  for (const LinkUtilizationSample& s : r.link_samples) {
+    Interval& in = intervals[r.ports.at(s.port).link][s.time.ps];
+    in.sum += s.utilization;
+    in.max = std::max(in.max, s.utilization);
+    ++in.links;
+    const Time from = previous.count(s.port) ? previous[s.port] : Time{};
+    auto& [busy, span] = per_port[s.port];
+    busy += s.utilization * static_cast<double>((s.time - from).ps);
+    span += static_cast<double>((s.time - from).ps);
+    previous[s.port] = s.time;
+  }
+  std::map<std::string, LinkGroupUtilization> out;
+  for (const auto& [group, by_time] : intervals) {
+    LinkGroupUtilization& g = out[group];
+    double mean_sum = 0, max_sum = 0;
+    for (const auto& [t, in] : by_time) {
+      g.links = std::max(g.links, in.links);
+      if (in.sum <= 0) continue;
+      const double mean = in.sum / in.links;
+      ++g.samples;
+      mean_sum += mean;
+      max_sum += in.max;
+      g.imbalance_worst = std::max(g.imbalance_worst, in.max / mean);
+    }
+    if (g.samples == 0) continue;
+    g.mean = mean_sum / g.samples;
+    g.imbalance_mean = max_sum / mean_sum;
+  }
+  std::map<std::string, std::pair<double, double>> run;  // group -> (sum, max) of link means
+  std::map<std::string, int> links;
+  for (const auto& [port, busy_span] : per_port) {
+    const double u = busy_span.second > 0 ? busy_span.first / busy_span.second : 0;
+    auto& [sum, max] = run[r.ports.at(port).link];
+    sum += u;
+    max = std::max(max, u);
+    ++links[r.ports.at(port).link];
+  }
+  for (const auto& [group, sum_max] : run) {
+    if (sum_max.first > 0) {
+      out[group].imbalance_run = sum_max.second / (sum_max.first / links[group]);
+    }
+  }
+  return out;
+}
+
 double port_utilization(const RunResult& r, uint32_t port) {
   if (r.last_event_time.ps <= 0) throw std::runtime_error("the run had no events");
   return static_cast<double>(r.ports.at(port).busy_time.ps) /
@@ -405,6 +460,15 @@ MetricGroups by_completed_row(const RunResult& r, double CollectiveRow::*member)
   return out;
 }
 
+// Per-group figures of link_utilization_by_group as metric groups.
+MetricGroups link_groups(const RunResult& r, double LinkGroupUtilization::*member) {
+  MetricGroups out;
+  for (const auto& [group, u] : link_utilization_by_group(r)) {
+    if (u.samples > 0) out[group] = u.*member;
+  }
+  return out;
+}
+
 Metric scalar(std::string name, std::string unit, std::string args, std::string meaning,
               std::function<double(const RunResult&, const Args&)> value) {
   return {std::move(name),    std::move(unit),  std::move(args),
@@ -487,6 +551,17 @@ std::vector<Metric> build_catalogue() {
                      "Message bits of all flows (which must all complete) over the time from the "
                      "first start to the last completion.",
                      [](const RunResult& r, const Args&) { return aggregate_goodput_bps(r); }));
+  c.push_back(scalar("goodput_p50_bps", "b/s", "",
+                     "Median over the completed flows of each one's goodput (message bits over "
+                     "its FCT).",
+                     [](const RunResult& r, const Args&) {
+                       std::vector<double> g;
+                       for (const FlowRecord& f : r.flows) {
+                         if (f.completed) g.push_back(f.goodput_bps());
+                       }
+                       if (g.empty()) throw std::runtime_error("no flow completed");
+                       return percentile(g, 50);
+                     }));
   c.push_back(grouped("goodput_bps_by_generator", "b/s",
                       "Message bits of each traffic generator's completed flows over the time "
                       "from their first start to their last completion.",
@@ -588,6 +663,28 @@ std::vector<Metric> build_catalogue() {
                         }
                         return out;
                       }));
+  c.push_back(
+      grouped("link_utilization_by_tier", "",
+              "Mean utilization of the sampled switch egress ports of each link group "
+              "(`leaf->spine`, `spine->core`, ...) over the sampling intervals in which "
+              "the group carried traffic (/link_utilization).",
+              [](const RunResult& r) { return link_groups(r, &LinkGroupUtilization::mean); }));
+  c.push_back(grouped(
+      "link_imbalance_by_tier", "",
+      "The busiest link's utilization in each sampling interval over the "
+      "group's mean utilization in it, each summed over the intervals in which "
+      "the group carried traffic (max/mean weighted by load; 1 = perfectly "
+      "even).",
+      [](const RunResult& r) { return link_groups(r, &LinkGroupUtilization::imbalance_mean); }));
+  c.push_back(grouped(
+      "link_imbalance_worst_by_tier", "",
+      "The largest per-interval max/mean utilization of each link group.",
+      [](const RunResult& r) { return link_groups(r, &LinkGroupUtilization::imbalance_worst); }));
+  c.push_back(grouped(
+      "link_imbalance_run_by_tier", "",
+      "Max/mean over each link group of its links' utilization averaged over "
+      "the whole sampled run.",
+      [](const RunResult& r) { return link_groups(r, &LinkGroupUtilization::imbalance_run); }));
   c.push_back(total("pause_time_ps", "ps", "Summed length of the PFC pause intervals.",
                     [](const RunResult& r) { return pause_time(r).ps; }));
   c.push_back(grouped("paused_time_ps_by_port", "ps",
@@ -622,6 +719,14 @@ std::vector<Metric> build_catalogue() {
                     [](const RunResult& r) { return counter_totals(r).cnp_sent; }));
   c.push_back(total("cnps_received", "CNPs", "CNPs that arrived at the NICs.",
                     [](const RunResult& r) { return counter_totals(r).cnp_received; }));
+  c.push_back(total("data_packets_sent", "packets",
+                    "Data packets every NIC sent, flows and collectives' connections, "
+                    "retransmissions included.",
+                    [](const RunResult& r) { return r.data_packets_sent; }));
+  c.push_back(total("flowlet_moves", "flowlets",
+                    "Flowlets (routing.strategy flowlet) that a switch sent out of another port "
+                    "than the previous flowlet of their flow-table entry.",
+                    [](const RunResult& r) { return r.flowlet_moves; }));
   c.push_back(total("packets_retransmitted", "packets", "Data packets the flows retransmitted.",
                     packets_retransmitted));
   const auto receiver = [](int64_t FlowRecord::*counter) {

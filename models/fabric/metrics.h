@@ -75,6 +75,21 @@ MetricGroups mean_queue_bytes_by_port(const RunResult& r);
 // The mean of the switch ports' time-averaged queue depths (those with samples).
 double mean_switch_queue_bytes(const RunResult& r);
 double port_utilization(const RunResult& r, uint32_t port);  // busy time / last event time
+// Utilization of the sampled switch egress ports (/link_utilization), per group of links of
+// the same tiers (PortRecord::link: "leaf->spine", ...). Imbalance is max over mean across the
+// group's links: per sample (samples where the group carried anything; their maxima summed over
+// their means summed, so that busy intervals weigh more), and over the whole run (each link's
+// utilization averaged over every sample).
+struct LinkGroupUtilization {
+  int links = 0;
+  int samples = 0;             // sampling intervals in which the group carried traffic
+  double mean = 0;             // over those intervals and the group's links
+  double imbalance_mean = 0;   // sum over those intervals of the max over sum of the mean
+  double imbalance_worst = 0;  // the largest per-interval max/mean
+  double imbalance_run = 0;    // max/mean of the links' utilization over the run
+};
+std::map<std::string, LinkGroupUtilization> link_utilization_by_group(const RunResult& r);
+
 // Every port's counters together, each combined by its rule (summed, or the largest).
 PriorityCounters counter_totals(const RunResult& r);
 Time pause_time(const RunResult& r);  // summed over the PFC pause intervals

@@ -59,6 +59,7 @@ struct PortRecord {
   bool switch_port = false;
   uint32_t port = 0;
   std::string peer;  // node at the other end
+  std::string link;  // tiers of the two ends, this one first: "leaf->spine"
   BitsPerSec rate{};
   Time busy_time{};  // time spent serializing frames
   PortCounters counters;
@@ -82,6 +83,10 @@ constexpr auto record_fields(std::type_identity<PortRecord>) {
            "Name of the node that owns the port (`host3`, `leaf0`, `spine2`, ...)."),
       field("port", &PortRecord::port, "", "Port number on that node."),
       text("peer", &PortRecord::peer, 32, "Name of the node at the other end of the link."),
+      text("link", &PortRecord::link, 16,
+           "Tiers of the link's ends, this port's first: `leaf->spine`, `spine->core`, "
+           "`core->spine`, `spine->leaf`, `leaf->host`, `host->leaf` (the groups of "
+           "`/link_utilization`)."),
       field("is_switch", &PortRecord::switch_port, "0/1",
             "1 for a switch port, 0 for a host NIC port."),
       field("rate_bps", &PortRecord::rate, "b/s", "Line rate of the link."),
@@ -200,6 +205,24 @@ constexpr auto record_fields(std::type_identity<QueueDepthSample>) {
   };
 }
 
+// The utilization of one switch egress (one direction of a link) over a sampling interval.
+struct LinkUtilizationSample {
+  Time time;
+  uint32_t port;       // index into RunResult::ports
+  double utilization;  // fraction of (previous sample, time] spent transmitting
+};
+
+constexpr auto record_fields(std::type_identity<LinkUtilizationSample>) {
+  return std::tuple{
+      field("time_ps", &LinkUtilizationSample::time, "ps",
+            "End of the sampling interval (the sample's time)."),
+      field("port_index", &LinkUtilizationSample::port, "", "Row of `/ports`."),
+      field("utilization", &LinkUtilizationSample::utilization, "",
+            "Fraction of the interval since the port's previous sample (or since 0) it spent "
+            "transmitting frames, preamble and gap included: 0..1."),
+  };
+}
+
 // A link that failed or recovered (scenario `events`).
 struct LinkEventRecord {
   Time time;
@@ -253,13 +276,16 @@ struct RunResult {
   std::string topology;
   int hosts = 0;
   int switches = 0;
-  std::string routing;  // routing.algorithm
+  std::string routing;        // routing.algorithm
+  int64_t flowlet_moves = 0;  // flowlets that left on another port than their flow's last
+  std::string routing_strategy = "ecmp";  // routing.strategy, "+ rules" with strategies
   std::vector<LinkEventRecord> link_events;
   int64_t route_updates = 0;  // tables installed after link events (one per switch and time)
   std::vector<UnreachableRecord> unreachable;
   std::vector<FlowRecord> flows;
   std::vector<PortRecord> ports;
   std::vector<QueueDepthSample> queue_samples;
+  std::vector<LinkUtilizationSample> link_samples;  // at the queue samples' times
   std::vector<PauseRecord> pauses;
   std::vector<BufferRecord> buffers;
   std::vector<BufferSampleRecord> buffer_samples;

@@ -1,6 +1,7 @@
 #include "models/net/adaptive_routing.h"
 
 #include <algorithm>
+#include <bit>
 
 namespace fabtwin {
 
@@ -257,19 +258,6 @@ void AdaptiveRouter::on_table(size_t table_ports) {
   spray_.assign(table_ports, 0);
 }
 
-int64_t AdaptiveRouter::quantize(int64_t v) const {
-  if (config_.levels <= 0) return v;
-  const int64_t range =
-      config_.signal == LoadSignal::Utilization ? int64_t{1} << 16 : config_.level_range;
-  const auto level = static_cast<int64_t>(static_cast<__int128>(v) * config_.levels / range);
-  return std::min<int64_t>(level, config_.levels - 1);
-}
-
-int64_t AdaptiveRouter::live(const EgressPort& port, int queue, Time) const {
-  return config_.signal == LoadSignal::PriorityQueue ? port.queues[queue].bytes()
-                                                     : port.queued_bytes();
-}
-
 // The snapshot every decision until the next refresh sees: queue bytes (per priority where the
 // signal is per priority) or, for utilization, the fraction (in 1/65536) of the time since the
 // previous refresh that each port spent transmitting.
@@ -298,10 +286,8 @@ void AdaptiveRouter::refresh(const std::vector<EgressPort>& ports, Time now) {
 
 int64_t AdaptiveRouter::load(const std::vector<EgressPort>& ports, uint32_t port, int queue,
                              Time now) {
-  if (!sampled_) return quantize(live(ports[port], queue, now));
-  if (now >= next_refresh_) refresh(ports, now);
-  const size_t q = config_.signal == LoadSignal::PriorityQueue ? static_cast<size_t>(queue) : 0;
-  return snapshot_[static_cast<size_t>(port) * kPriorities + q];
+  if (sampled_ && now >= next_refresh_) refresh(ports, now);
+  return signal(ports[port], port, queue);
 }
 
 // The least-loaded eligible port of `hops`, ties broken at random. Eligible: link up and not
@@ -311,22 +297,25 @@ uint32_t AdaptiveRouter::least_loaded(std::span<const uint16_t> hops, int queue,
                                       const std::vector<EgressPort>& ports,
                                       const uint8_t* link_down, Rng& rng) {
   if (sampled_ && now >= next_refresh_) refresh(ports, now);
-  for (const bool strict : {true, false}) {
+  uint16_t* const candidates = candidates_.data();
+  for (int pass = 0; pass < 2; ++pass) {
     int64_t best = std::numeric_limits<int64_t>::max();
     size_t ties = 0;
     for (const uint16_t port : hops) {
-      if (!eligible(ports[port], port, queue, now, link_down, strict)) continue;
-      const int64_t v = load(ports, port, queue, now);
+      const EgressPort& e = ports[port];
+      if (link_down != nullptr && link_down[port]) continue;
+      if (pass == 0 && e.paused_until[queue] > now) continue;
+      const int64_t v = signal(e, port, queue);
       if (v < best) {
         best = v;
-        candidates_[0] = port;
+        candidates[0] = port;
         ties = 1;
       } else if (v == best) {
-        candidates_[ties++] = port;
+        candidates[ties++] = port;
       }
     }
-    if (ties == 1) return candidates_[0];
-    if (ties > 1) return candidates_[rng.below(ties)];
+    if (ties == 1) return candidates[0];
+    if (ties > 1) return candidates[rng.below(ties)];
   }
   return hops[0];
 }
@@ -345,13 +334,17 @@ uint32_t AdaptiveRouter::pick(std::span<const uint16_t> hops, uint32_t group, ui
       FlowletEntry& e = flowlets_[static_cast<size_t>(
           (static_cast<unsigned __int128>(h) * flowlets_.size()) >> 64)];
       const bool fresh = now - e.last <= config_.flowlet_gap;
+      const Time last = e.last;
       e.last = now;
       if (fresh && std::find(hops.begin(), hops.end(), e.port) != hops.end() &&
           eligible(ports[e.port], e.port, queue, now, link_down, true)) {
         return e.port;
       }
-      e.port = static_cast<uint16_t>(least_loaded(hops, queue, now, ports, link_down, rng));
-      return e.port;
+      const auto port =
+          static_cast<uint16_t>(least_loaded(hops, queue, now, ports, link_down, rng));
+      if (port != e.port && last.ps != kNever) ++flowlet_moves_;
+      e.port = port;
+      return port;
     }
     case RoutingStrategy::Drill: {
       // d random samples and the m ports remembered from the last decision; the least loaded

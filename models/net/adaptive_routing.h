@@ -9,6 +9,7 @@
 #pragma once
 
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <limits>
 #include <span>
@@ -104,12 +105,16 @@ class AdaptiveRouter {
                 int queue, Time now, const std::vector<EgressPort>& ports, const uint8_t* link_down,
                 Rng& rng);
 
+  // Flowlets that started on another port than their entry's previous one (flows moved).
+  int64_t flowlet_moves() const { return flowlet_moves_; }
+
   // The signal of `port` for `queue` as the switch sees it at `now` (sampled, quantized).
   int64_t load(const std::vector<EgressPort>& ports, uint32_t port, int queue, Time now);
 
  private:
+  static constexpr int64_t kNever = std::numeric_limits<int64_t>::min() / 2;
   struct FlowletEntry {
-    Time last{std::numeric_limits<int64_t>::min() / 2};  // last packet of the flowlet
+    Time last{kNever};  // last packet of the flowlet (kNever: unused)
     uint16_t port = 0;
   };
   bool eligible(const EgressPort& port, uint32_t index, int queue, Time now,
@@ -117,8 +122,29 @@ class AdaptiveRouter {
     if (link_down != nullptr && link_down[index]) return false;
     return !strict || !port.paused(queue, now);
   }
-  int64_t live(const EgressPort& port, int queue, Time now) const;
-  int64_t quantize(int64_t v) const;
+  // The signal as sampled (the snapshot) or live, quantized.
+  int64_t signal(const EgressPort& port, uint32_t index, int queue) const {
+    if (sampled_) {
+      const size_t q = config_.signal == LoadSignal::PriorityQueue ? static_cast<size_t>(queue) : 0;
+      return snapshot_[static_cast<size_t>(index) * kPriorities + q];
+    }
+    return quantize(live(port, queue));
+  }
+  int64_t live(const EgressPort& port, int queue) const {
+    if (config_.signal == LoadSignal::PriorityQueue) return port.queues[queue].bytes();
+    int64_t bytes = 0;  // only the queues that hold frames (usually one or none)
+    for (unsigned bits = port.backlog; bits != 0; bits &= bits - 1) {
+      bytes += port.queues[std::countr_zero(bits)].bytes();
+    }
+    return bytes;
+  }
+  int64_t quantize(int64_t v) const {
+    if (config_.levels <= 0) return v;
+    const int64_t range =
+        config_.signal == LoadSignal::Utilization ? int64_t{1} << 16 : config_.level_range;
+    const auto level = static_cast<int64_t>(static_cast<__int128>(v) * config_.levels / range);
+    return level < config_.levels - 1 ? level : config_.levels - 1;
+  }
   void refresh(const std::vector<EgressPort>& ports, Time now);
   uint32_t least_loaded(std::span<const uint16_t> hops, int queue, Time now,
                         const std::vector<EgressPort>& ports, const uint8_t* link_down, Rng& rng);
@@ -136,6 +162,7 @@ class AdaptiveRouter {
   std::vector<FlowletEntry> flowlets_;
   std::vector<uint16_t> memory_;  // DRILL: the remembered least-loaded ports
   std::vector<uint32_t> spray_;   // [table port slot]: next position of its group's rotation
+  int64_t flowlet_moves_ = 0;
 };
 
 }  // namespace fabtwin

@@ -15,6 +15,23 @@ uint32_t roce_flow_hash(uint32_t src_host, uint32_t dst_host, uint16_t udp_sourc
   return static_cast<uint32_t>(mix64(tuple_a, tuple_b));
 }
 
+std::vector<std::pair<int, int>> ecmp_path(const Topology& topology, const RoutingTable& routes,
+                                           int src, int dst, uint32_t hash,
+                                           const std::function<uint32_t(int)>& salt) {
+  std::vector<std::pair<int, int>> path{{src, 0}};
+  int node = topology.peer(src, 0).node;
+  while (node != dst) {
+    const auto hops = routes.next_hops(node, dst);
+    if (hops.empty() || path.size() > topology.nodes.size()) return {};
+    const int port = hops.size() == 1
+                         ? hops[0]
+                         : hops[ecmp_pick(hash, salt(node), static_cast<uint32_t>(hops.size()))];
+    path.emplace_back(node, port);
+    node = topology.peer(node, port).node;
+  }
+  return path;
+}
+
 const char* routing_algorithm_name(RoutingAlgorithm a) {
   switch (a) {
     case RoutingAlgorithm::ShortestPath:

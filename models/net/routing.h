@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <utility>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "models/fabric/topology.h"
 #include "models/net/adaptive_routing.h"
 #include "models/net/forwarding_table.h"
+#include "sim/rng.h"
 
 namespace fabtwin {
 
@@ -133,6 +135,19 @@ inline uint32_t ecmp_pick(uint32_t flow_hash, uint32_t switch_salt, uint32_t n) 
   h ^= h >> 13;
   return static_cast<uint32_t>((static_cast<uint64_t>(h) * n) >> 32);
 }
+
+// The salt switch `node` mixes into its ECMP hash (switches differ, so that a flow's choices at
+// successive tiers are independent).
+inline uint32_t ecmp_salt(int node) {
+  return static_cast<uint32_t>(mix64(static_cast<uint64_t>(node), 0xEC3B));
+}
+
+// The hops (node, egress port) a packet of flow hash `hash` takes from host `src` to host `dst`
+// when every switch picks by ECMP with salt `salt(node)` over `routes`' next hops (the host
+// sends on its port 0). Empty when there is no route.
+std::vector<std::pair<int, int>> ecmp_path(const Topology& topology, const RoutingTable& routes,
+                                           int src, int dst, uint32_t hash,
+                                           const std::function<uint32_t(int)>& salt);
 
 // The 5-tuple hash a switch sees for a RoCEv2 flow: (src IP, dst IP, UDP 17, source port,
 // destination port 4791). Hosts are numbered, so their index stands in for the address.

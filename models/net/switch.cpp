@@ -18,7 +18,7 @@ Switch::Switch(std::string name, PacketPool& pool, ForwardingTable forwarding, i
     : NetworkNode(std::move(name), pool, {kPauseExpired, kPauseRefresh, kWatchdog}),
       forwarding_(std::move(forwarding)),
       config_(config) {
-  ecmp_salt_ = static_cast<uint32_t>(mix64(static_cast<uint64_t>(node), 0xEC3B));
+  ecmp_salt_ = ecmp_salt(node);
   checked_ = needs_checks(forwarding_);
   rewrites_ = !forwarding_.rewrites.empty();
   for (int dscp = 63; dscp >= 0; --dscp) {

@@ -58,6 +58,7 @@ class Switch final : public NetworkNode {
                               const std::array<RoutingStrategy, kPriorities>& strategies);
 
   const ForwardingTable& forwarding() const { return forwarding_; }
+  int64_t flowlet_moves() const { return router_ ? router_->flowlet_moves() : 0; }
   bool link_up(uint32_t port) const { return link_down_.empty() || !link_down_[port]; }
 
   const SharedBuffer& buffer() const { return *buffer_; }

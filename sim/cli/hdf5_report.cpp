@@ -74,6 +74,7 @@ void for_each_table(const RunResult& r, Visit&& visit) {
   visit("buffers", r.buffers);
   visit("buffer_occupancy", r.buffer_samples);
   visit("queue_depth", r.queue_samples);
+  visit("link_utilization", r.link_samples);
   visit("link_events", r.link_events);
   visit("unreachable", r.unreachable);
 }

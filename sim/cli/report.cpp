@@ -298,12 +298,30 @@ void print_summary(const RunResult& r, std::ostream& out) {
     }
   }
 
+  const auto links = link_utilization_by_group(r);
+  if (!links.empty()) {
+    out << "  links     utilization of switch egress ports per sample, by tiers: mean, "
+           "max/mean (mean, worst), max/mean over the run\n";
+    for (const auto& [group, u] : links) {
+      if (u.samples == 0) continue;
+      char line[160];
+      std::snprintf(line, sizeof line,
+                    "  %-12s %3d links  mean %5.1f%%  max/mean %5.2f (worst %5.2f)  run %5.2f\n",
+                    group.c_str(), u.links, 100 * u.mean, u.imbalance_mean, u.imbalance_worst,
+                    u.imbalance_run);
+      out << line;
+    }
+  }
+
   print_deadlocks(r, out);
   if (!r.collectives.empty()) print_collectives(r, out);
 
-  if (r.routing != "shortest_path" || !r.link_events.empty() || !r.unreachable.empty()) {
-    out << "\nrouting     " << r.routing << ", " << r.link_events.size() << " link event(s), "
-        << r.route_updates << " route update(s) installed\n";
+  if (r.routing != "shortest_path" || r.routing_strategy != "ecmp" || !r.link_events.empty() ||
+      !r.unreachable.empty()) {
+    out << "\nrouting     " << r.routing << ", strategy " << r.routing_strategy << ", "
+        << (r.flowlet_moves > 0 ? std::to_string(r.flowlet_moves) + " flowlet moves, " : "")
+        << r.link_events.size() << " link event(s), " << r.route_updates
+        << " route update(s) installed\n";
     for (size_t i = 0; i < r.link_events.size() && i < 8; ++i) {
       const LinkEventRecord& e = r.link_events[i];
       out << "  link      " << time_text(static_cast<double>(e.time.ps)) << "  " << e.a << " - "
@@ -406,7 +424,19 @@ nlohmann::json json_report(const RunResult& r) {
   for (const UnreachableRecord& u : r.unreachable) {
     unreachable.push_back({{"from_ps", u.from.ps}, {"src", u.src}, {"dst", u.dst}});
   }
+  nlohmann::json link_groups = nlohmann::json::object();
+  for (const auto& [group, u] : link_utilization_by_group(r)) {
+    link_groups[group] = {{"links", u.links},
+                          {"samples", u.samples},
+                          {"mean", u.mean},
+                          {"imbalance_mean", u.imbalance_mean},
+                          {"imbalance_worst", u.imbalance_worst},
+                          {"imbalance_run", u.imbalance_run}};
+  }
+  j["link_utilization"] = std::move(link_groups);
   j["routing"] = {{"algorithm", r.routing},
+                  {"strategy", r.routing_strategy},
+                  {"flowlet_moves", r.flowlet_moves},
                   {"drops_ttl", f.drops_ttl},
                   {"drops_link_down", f.drops_link_down},
                   {"drops_unroutable", f.drops_unroutable},

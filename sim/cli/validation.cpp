@@ -11,7 +11,9 @@
 #include "models/cc/dcqcn_fluid_model.h"
 #include "models/fabric/fabric.h"
 #include "models/fabric/fluid_bottleneck.h"
+#include "models/fabric/max_min_fair.h"
 #include "models/fabric/metrics.h"
+#include "sim/statistics.h"
 
 namespace fabtwin {
 namespace {
@@ -101,6 +103,88 @@ Time unloaded_round_trip(const FabricSpec& spec, const FlowSpec& f, int payload)
   return (data + link.delay) * hops + (ack + link.delay) * hops;
 }
 
+// The 5-tuple hashes of each flow's send and receive queue pairs (data one way, ACKs the
+// other), drawn as the NICs draw them: each host's stream (the run seed and the host's
+// component id) gives one UDP source port per queue pair it opens, in flow order, first the
+// sender's and then the receiver's (HostNic::add_send_qp and add_receive_qp, called by Fabric
+// in that order).
+std::vector<std::pair<uint32_t, uint32_t>> flow_hashes(const FabricSpec& spec) {
+  std::vector<Rng> streams;
+  for (int h = 0; h < spec.topology.hosts; ++h) streams.emplace_back(spec.run.seed, h);
+  std::vector<std::pair<uint32_t, uint32_t>> hashes;
+  for (const FlowSpec& f : spec.flows) {
+    const auto src = static_cast<uint32_t>(f.src), dst = static_cast<uint32_t>(f.dst);
+    const auto data_port = static_cast<uint16_t>(49152 + streams[f.src].below(16384));
+    const auto ack_port = static_cast<uint16_t>(49152 + streams[f.dst].below(16384));
+    hashes.emplace_back(roce_flow_hash(src, dst, data_port), roce_flow_hash(dst, src, ack_port));
+  }
+  return hashes;
+}
+
+// Goodput of each of the scenario's flows (all starting together) in the fluid max-min model,
+// each flow's data on the ECMP path its hash takes when switch v salts with salt(v), and its
+// ACKs on the reverse ECMP path of its receiver's queue pair. A goodput bit costs its frame's
+// share of wire bits (headers, preamble, gap) on the data path, and the ACKs' wire bits per
+// payload bit on the ACK path; every directed link offers its line rate.
+std::vector<double> ecmp_fluid_goodputs(const FabricSpec& spec,
+                                        const std::vector<std::pair<uint32_t, uint32_t>>& hashes,
+                                        const std::function<uint32_t(int)>& salt) {
+  const Topology& topo = spec.topology;
+  std::vector<uint32_t> first_port(topo.nodes.size() + 1, 0);
+  for (size_t v = 0; v < topo.nodes.size(); ++v) {
+    first_port[v + 1] = first_port[v] + static_cast<uint32_t>(topo.nodes[v].ports);
+  }
+  std::vector<double> capacity(first_port.back(), 0.0);
+  for (const Link& l : topo.links) {
+    capacity[first_port[l.a] + l.a_port] = static_cast<double>(l.rate.bps);
+    capacity[first_port[l.b] + l.b_port] = static_cast<double>(l.rate.bps);
+  }
+  const double payload = static_cast<double>(spec.nic.mtu.count);
+  const double data_weight = (payload + roce::kHeaderBytes + roce::kWireGapBytes) / payload;
+  const double ack_weight =
+      (std::max(roce::ack_frame(), roce::kMinFrameBytes) + roce::kWireGapBytes) /
+      (payload * static_cast<double>(spec.nic.ack_every));
+  std::vector<FlowPath> paths;
+  std::vector<double> bits;
+  for (size_t i = 0; i < spec.flows.size(); ++i) {
+    const FlowSpec& f = spec.flows[i];
+    if (f.start != spec.flows.front().start) {
+      throw ScenarioError("traffic", "the ECMP max-min reference needs flows that start together");
+    }
+    FlowPath path;
+    for (const auto& [node, port] :
+         ecmp_path(topo, spec.routes, f.src, f.dst, hashes[i].first, salt)) {
+      path.emplace_back(first_port[node] + static_cast<uint32_t>(port), data_weight);
+    }
+    for (const auto& [node, port] :
+         ecmp_path(topo, spec.routes, f.dst, f.src, hashes[i].second, salt)) {
+      path.emplace_back(first_port[node] + static_cast<uint32_t>(port), ack_weight);
+    }
+    paths.push_back(std::move(path));
+    bits.push_back(8.0 * static_cast<double>(f.size.count));
+  }
+  const std::vector<double> done = fluid_completion_times(paths, bits, capacity);
+  std::vector<double> goodput;
+  for (size_t i = 0; i < done.size(); ++i) goodput.push_back(bits[i] / done[i]);
+  return goodput;
+}
+
+// The median of every flow's fluid max-min goodput over `trials` draws of random per-switch
+// ECMP salts, pooled: what hash collisions give a flow of such a permutation, whatever the hash.
+double ecmp_monte_carlo_goodput_median(const FabricSpec& spec, int trials) {
+  const auto hashes = flow_hashes(spec);
+  std::vector<double> pooled;
+  for (int t = 0; t < trials; ++t) {
+    Rng rng(spec.run.seed, 0xEC3B0000ull + static_cast<uint64_t>(t));
+    std::vector<uint32_t> salts(spec.topology.nodes.size());
+    for (uint32_t& s : salts) s = static_cast<uint32_t>(rng.next());
+    const std::vector<double> g =
+        ecmp_fluid_goodputs(spec, hashes, [&](int v) { return salts[v]; });
+    pooled.insert(pooled.end(), g.begin(), g.end());
+  }
+  return percentile(pooled, 50);
+}
+
 // Analytic references, computed from the same scenario the simulation ran.
 double analytic(const std::string& name, const nlohmann::json& metric, const FabricSpec& spec,
                 const RunResult& result) {
@@ -166,6 +250,15 @@ double analytic(const std::string& name, const nlohmann::json& metric, const Fab
                      2 * (n - 1) / n * static_cast<double>(row.size) / b;
     return t * 1e6;
   }
+  if (name == "ecmp_max_min_goodput_p50") {
+    // The flows on the paths the switches' own ECMP hashes pick, shared max-min fairly.
+    return percentile(ecmp_fluid_goodputs(spec, flow_hashes(spec), ecmp_salt), 50);
+  }
+  if (name == "ecmp_monte_carlo_goodput_p50") {
+    // The same over random switch salts: what hash collisions give such a permutation on
+    // average.
+    return ecmp_monte_carlo_goodput_median(spec, 1000);
+  }
   if (name == "nccl_tuning_crossover_log2") {
     // Where NCCL 2.30.7's own tuning model (Simple protocol) starts preferring ring to tree
     // for the first collective's ranks and channels.
@@ -180,7 +273,8 @@ double analytic(const std::string& name, const nlohmann::json& metric, const Fab
                       "dynamic_threshold_steady_state, dcqcn_fixed_point_queue, "
                       "dctcp_queue_bound, timely_t_low_queue_delay_us, "
                       "timely_t_high_queue_delay_us, "
-                      "ring_all_reduce_alpha_beta or nccl_tuning_crossover_log2, found \"" +
+                      "ring_all_reduce_alpha_beta, nccl_tuning_crossover_log2, "
+                      "ecmp_max_min_goodput_p50 or ecmp_monte_carlo_goodput_p50, found \"" +
                           name + "\"");
 }
 
