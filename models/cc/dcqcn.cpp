@@ -315,22 +315,16 @@ void DcqcnReactionPoint::cut(Time now) {
   ++cuts_;
 }
 
-// The event count from which a counter has left fast recovery: F, or F + 1 when F events of
-// pure fast recovery are asked for.
-int DcqcnReactionPoint::threshold() const {
-  return c_.rpg_threshold + (c_.fast_recovery_f ? 1 : 0);
-}
-
 // A counter that is off does not take part: with one counter running, that one alone decides
 // between fast recovery and hyper increase.
 bool DcqcnReactionPoint::hyper() const {
-  const int f = threshold();
+  const int f = c_.fast_recovery_events() + 1;
   return (c_.rpg_time_reset.ps == 0 || time_stage_ >= f) &&
          (c_.rpg_byte_reset == 0 || byte_stage_ >= f);
 }
 
 void DcqcnReactionPoint::increase(bool by_timer, Time now) {
-  const int f = threshold();
+  const int f = c_.fast_recovery_events() + 1;  // the stage at which a counter leaves FR
   const bool timer_past = c_.rpg_time_reset.ps > 0 && time_stage_ >= f;
   const bool bytes_past = c_.rpg_byte_reset > 0 && byte_stage_ >= f;
   const bool hyper_now = hyper();
