@@ -316,6 +316,20 @@ TEST_CASE("with the timer off the byte counter alone drives increases", "[dcqcn]
     INFO("event " << event);
     expect_increase(rp, Time{2}, rate, target, event >= 2 ? hai * (event - 2 + 1) : 0.0);
   }
+  // linear: R_HAI per event and the byte counter stays at B.
+  c.hyper_linear = true;
+  DcqcnReactionPoint linear(c, BitsPerSec{100'000'000'000});
+  linear.on_cnp(Time{0});
+  linear.on_cnp(Time{1});
+  rate = rate_of(linear);
+  target = target_of(linear, Time{1});
+  for (int event = 1; event <= 3; ++event) {
+    linear.on_packet_sent(5'000, Time{2});  // half of B: no event yet
+    CHECK(rate_of(linear) == Approx(rate));
+    linear.on_packet_sent(5'000, Time{2});
+    INFO("linear event " << event);
+    expect_increase(linear, Time{2}, rate, target, event >= 2 ? hai : 0.0);
+  }
 }
 
 TEST_CASE("rate_reduce_monitor periodic: one cut at the end of each grid period with a CNP",

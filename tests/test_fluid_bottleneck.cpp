@@ -136,6 +136,11 @@ TEST_CASE("Fluid bottleneck: refuses what the equations cannot express, naming t
   // A periodic monitor is the model's slotted rule: any period, the model's tau.
   CHECK(refusal({"nic.cc.rate_reduce_monitor=periodic", "nic.cc.rate_reduce_monitor_period=60us"})
             .empty());
+  // ECN echoes in ACKs: no notification point, so only a monitor period spaces the cuts.
+  CHECK(refusal({"nic.cc.notification=ack_echo"}).find("at nic.cc.rate_reduce_monitor_period:") !=
+        std::string::npos);
+  CHECK(
+      refusal({"nic.cc.notification=ack_echo", "nic.cc.rate_reduce_monitor_period=80us"}).empty());
 }
 
 TEST_CASE("Fluid bottleneck: the DCQCN choices map onto the model's inputs", "[fluid]") {
@@ -145,6 +150,12 @@ TEST_CASE("Fluid bottleneck: the DCQCN choices map onto the model's inputs", "[f
       fixed_point({"nic.cc.rate_reduce_monitor=periodic", "nic.cc.rate_reduce_monitor_period=80us",
                    "nic.cc.min_time_between_cnps=0us"}));
   CHECK(slotted.model.tau_s == Approx(80e-6));  // the larger of the two spacings of cuts
+  const FluidBottleneck echo = fluid_bottleneck(
+      fixed_point({"nic.cc.notification=ack_echo", "nic.cc.rate_reduce_monitor=periodic",
+                   "nic.cc.rate_reduce_monitor_period=20us"}));
+  CHECK(echo.model.tau_s == Approx(20e-6));  // no CNP interval: the monitor's period alone
+  CHECK(fluid_bottleneck(fixed_point({"nic.cc.fast_recovery_steps=F", "nic.cc.rpg_threshold=3"}))
+            .model.fast_recovery == 3);
   const FluidBottleneck timer_only = fluid_bottleneck(fixed_point({"nic.cc.rpg_byte_reset=0B"}));
   CHECK(timer_only.model.byte_counter_bytes > 1e15);  // off: never fires
   CHECK(timer_only.model.timer_s == Approx(55e-6));

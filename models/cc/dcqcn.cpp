@@ -57,6 +57,14 @@ Bound::Entry knob(T DcqcnConfig::*member, Param param) {
   });
 }
 
+// A two-way choice held as a flag (true for `when_true`): read only when the scenario writes it.
+Bound::Entry choice_flag(bool DcqcnConfig::*member, Param param, std::string when_true) {
+  const std::string key = param.key;
+  return Bound::custom(std::move(param), [key, member, when_true](ParamReader& r, DcqcnConfig& c) {
+    if (r.has(key)) c.*member = r.choice(key) == when_true;
+  });
+}
+
 void check(ParamReader& r, const DcqcnConfig& c) {
   if (c.dce_tcp_rtt.ps <= 0) {
     throw ScenarioError(r.path_of("dce_tcp_rtt"),
@@ -111,17 +119,15 @@ const Bound kDcqcnParams{
               "replaces fast recovery; events 1 .. F-1 after a cut are fast recovery, as in the "
               "DCQCN authors' ns-3",
               "DCQCN F = 5; NVIDIA rpg_threshold", "1..1000"}),
-        Bound::custom(
+        choice_flag(
+            &DcqcnConfig::fast_recovery_f,
             {"fast_recovery_steps", ParamType::Choice, "\"F-1\"",
              "pure fast-recovery steps after a cut before additive increase: F-1 (a counter's "
              "F-th event already increases the target, the DCQCN authors' ns-3) or F (events 1 .. "
              "F halve the distance only: QCN, the DCQCN paper text, HPCC's ns-3 and the CoNEXT "
              "2016 fluid model)",
              "docs/references.md §1.2 (F-1), §1.1, 1.4 and 1.7 (F)", "F-1|F"},
-            [](ParamReader& r, DcqcnConfig& c) {
-              if (r.has("fast_recovery_steps"))
-                c.fast_recovery_f = r.choice("fast_recovery_steps") == "F";
-            }),
+            "F"),
         knob(&DcqcnConfig::rpg_ai_rate,
              {"rpg_ai_rate", ParamType::Rate, "paper 40Mbps, connectx 5Mbps",
               "R_AI: additive-increase step of the target rate", "DCQCN R_AI; NVIDIA rpg_ai_rate"}),
@@ -129,15 +135,14 @@ const Bound kDcqcnParams{
              {"rpg_hai_rate", ParamType::Rate, "paper 200Mbps, connectx 50Mbps",
               "R_HAI: hyper-increase step (when every running counter passed F)",
               "authors' ns-3 sample config (paper value unverified); NVIDIA rpg_hai_rate"}),
-        Bound::custom(
+        choice_flag(
+            &DcqcnConfig::hyper_linear,
             {"hyper_increase", ParamType::Choice, "\"qcn\"",
              "qcn: a hyper increase adds R_HAI x (smallest stage - F + 1) and the counters run at "
              "T/2 and B/2 (QCN, the DCQCN authors' ns-3); linear: it adds R_HAI and T and B stay "
              "(HPCC's ns-3, where R_HAI = R_AI makes hyper increase additive)",
              "docs/references.md §1.2 (qcn), §1.7 (linear)", "qcn|linear"},
-            [](ParamReader& r, DcqcnConfig& c) {
-              if (r.has("hyper_increase")) c.hyper_linear = r.choice("hyper_increase") == "linear";
-            }),
+            "linear"),
         knob(&DcqcnConfig::rpg_gd,
              {"rpg_gd", ParamType::Integer, "11",
               "cut coefficient: R_C = R_C (1 - alpha / 2^(rpg_gd - 10)); 11 gives the paper's "
@@ -155,17 +160,15 @@ const Bound kDcqcnParams{
               "at most one rate cut per period; CNPs in between are applied at its end (0: every "
               "CNP cuts)",
               "NVIDIA rate_reduce_monitor_period"}),
-        Bound::custom(
+        choice_flag(
+            &DcqcnConfig::monitor_periodic,
             {"rate_reduce_monitor", ParamType::Choice, "\"after_cut\"",
              "after_cut: the monitor period runs from the last cut, a notification after it cuts "
              "at once; periodic: periods form a fixed grid from the first notification and a cut "
              "lands at the end of every period in which one arrived (HPCC's ns-3 rate-decrease "
              "check)",
              "fabtwin (after_cut); docs/references.md §1.7 (periodic)", "after_cut|periodic"},
-            [](ParamReader& r, DcqcnConfig& c) {
-              if (r.has("rate_reduce_monitor"))
-                c.monitor_periodic = r.choice("rate_reduce_monitor") == "periodic";
-            }),
+            "periodic"),
         knob(&DcqcnConfig::dce_tcp_g,
              {"dce_tcp_g", ParamType::Integer, "paper 1020, connectx 1019",
               "alpha gain in 1/1024: g = 1 - dce_tcp_g/1024 (1020 is the paper's g = 1/256)",
@@ -173,14 +176,13 @@ const Bound kDcqcnParams{
         knob(&DcqcnConfig::dce_tcp_rtt,
              {"dce_tcp_rtt", ParamType::Time, "paper 55us, connectx 1us",
               "alpha update period (the paper's K)", "DCQCN K = 55 us; NVIDIA dce_tcp_rtt"}),
-        Bound::custom(
+        choice_flag(
+            &DcqcnConfig::alpha_periodic,
             {"alpha_update", ParamType::Choice, "paper on_cnp, connectx periodic",
              "on_cnp: alpha rises at each CNP and decays after each period without one (paper); "
              "periodic: every period alpha rises if a CNP came in it, else decays (firmware)",
              "docs/references.md §1.1 and 1.6", "on_cnp|periodic"},
-            [](ParamReader& r, DcqcnConfig& c) {
-              if (r.has("alpha_update")) c.alpha_periodic = r.choice("alpha_update") == "periodic";
-            }),
+            "periodic"),
         knob(&DcqcnConfig::initial_alpha_value,
              {"initial_alpha_value", ParamType::Integer, "paper 1024, connectx 1023",
               "alpha before the first CNP, in 1/1024", "NVIDIA initial_alpha_value", "0..1024"}),
@@ -196,16 +198,15 @@ const Bound kDcqcnParams{
              {"rate_to_set_on_first_cnp", ParamType::Rate, "0 (off)",
               "the first CNP sets the rate (and target) to this instead of cutting",
               "NVIDIA rate_to_set_on_first_cnp (sources disagree on its default)"}),
-        Bound::custom(
+        choice_flag(
+            &DcqcnConfig::ack_echo,
             {"notification", ParamType::Choice, "\"cnp\"",
              "how congestion reaches the sender: cnp (the receiver's notification point sends "
              "CNP frames, RoCEv2 and ConnectX) or ack_echo (no CNP frames; every ACK answering "
              "CE-marked data carries the ECN echo and each echo counts as a CNP, as in HPCC's "
              "ns-3; combine with rate_reduce_monitor for its once-per-period cut)",
              "RoCEv2 Annex A17 (cnp); docs/references.md §1.7 (ack_echo)", "cnp|ack_echo"},
-            [](ParamReader& r, DcqcnConfig& c) {
-              if (r.has("notification")) c.ack_echo = r.choice("notification") == "ack_echo";
-            }),
+            "ack_echo"),
         knob(&DcqcnConfig::min_time_between_cnps,
              {"min_time_between_cnps", ParamType::Time, "paper 50us, connectx 4us",
               "notification point: at most one CNP per queue pair per interval",
@@ -315,22 +316,16 @@ void DcqcnReactionPoint::cut(Time now) {
   ++cuts_;
 }
 
-// The event count from which a counter has left fast recovery: F, or F + 1 when F events of
-// pure fast recovery are asked for.
-int DcqcnReactionPoint::threshold() const {
-  return c_.rpg_threshold + (c_.fast_recovery_f ? 1 : 0);
-}
-
 // A counter that is off does not take part: with one counter running, that one alone decides
 // between fast recovery and hyper increase.
 bool DcqcnReactionPoint::hyper() const {
-  const int f = threshold();
+  const int f = c_.fast_recovery_events() + 1;
   return (c_.rpg_time_reset.ps == 0 || time_stage_ >= f) &&
          (c_.rpg_byte_reset == 0 || byte_stage_ >= f);
 }
 
 void DcqcnReactionPoint::increase(bool by_timer, Time now) {
-  const int f = threshold();
+  const int f = c_.fast_recovery_events() + 1;  // the stage at which a counter leaves FR
   const bool timer_past = c_.rpg_time_reset.ps > 0 && time_stage_ >= f;
   const bool bytes_past = c_.rpg_byte_reset > 0 && byte_stage_ >= f;
   const bool hyper_now = hyper();

@@ -42,6 +42,9 @@ struct DcqcnConfig {
   int cnp_dscp = 48;
 
   double g() const { return 1.0 - dce_tcp_g / 1024.0; }
+  // Pure fast-recovery events of a counter after a cut (fast_recovery_steps F or F-1); the
+  // next event leaves fast recovery.
+  int fast_recovery_events() const { return rpg_threshold - (fast_recovery_f ? 0 : 1); }
 
   bool operator==(const DcqcnConfig&) const = default;
 };
@@ -67,8 +70,7 @@ class DcqcnReactionPoint final : public CongestionControl {
   void settle_alpha(Time now);
   void cut(Time now);
   void increase(bool by_timer, Time now);
-  int threshold() const;  // the stage at which a counter leaves fast recovery
-  bool hyper() const;     // every running counter has left fast recovery
+  bool hyper() const;  // every running counter has left fast recovery
 
   const DcqcnConfig& c_;
   double line_;

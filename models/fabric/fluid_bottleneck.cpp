@@ -26,8 +26,16 @@ void check_dcqcn(const DcqcnConfig& cc) {
   std::vector<Mismatch> found;
   // The notification point sends a flow at most one CNP per min_time_between_cnps, so a monitor
   // period no longer than that merges none (up to jitter on the way back).
-  // A periodic monitor is the model's slotted rule, its period the model's tau.
-  if (!cc.monitor_periodic && cc.rate_reduce_monitor_period > cc.min_time_between_cnps) {
+  // A periodic monitor is the model's slotted rule, its period the model's tau. With ECN echoes
+  // in ACKs there is no notification point: the monitor period alone spaces the cuts.
+  if (cc.ack_echo && cc.rate_reduce_monitor_period.ps == 0) {
+    found.push_back({"nic.cc.rate_reduce_monitor_period",
+                     "with notification ack_echo and no monitor period every echoed mark cuts; the "
+                     "fluid model needs a window tau between cuts, found 0us",
+                     "nic.cc.rate_reduce_monitor_period=50us"});
+  }
+  if (!cc.ack_echo && !cc.monitor_periodic &&
+      cc.rate_reduce_monitor_period > cc.min_time_between_cnps) {
     found.push_back({"nic.cc.rate_reduce_monitor_period",
                      "the fluid model cuts on every CNP; a monitor period longer than the CNP "
                      "interval min_time_between_cnps (" +
@@ -184,14 +192,16 @@ FluidBottleneck fluid_bottleneck(const FabricSpec& spec) {
   p.pmax = red.pmax;
   p.g = cc.g();
   // tau: the least spacing of cuts, set by the notification point or the sender's monitor
-  // (with rate_reduce_monitor periodic, the model's own window).
-  p.tau_s = std::max(cc.min_time_between_cnps, cc.rate_reduce_monitor_period).seconds();
+  // (with rate_reduce_monitor periodic, the model's own window); with ack_echo the monitor's.
+  p.tau_s = (cc.ack_echo ? cc.rate_reduce_monitor_period
+                         : std::max(cc.min_time_between_cnps, cc.rate_reduce_monitor_period))
+                .seconds();
   p.tau_prime_s = cc.dce_tcp_rtt.seconds();
   // A counter that is off never fires: an unreachable period or byte count. The model counts
   // F events of pure fast recovery; fabtwin's default rule (fast_recovery_steps F-1) has F - 1.
   p.timer_s = cc.rpg_time_reset.ps > 0 ? cc.rpg_time_reset.seconds() : 1e9;
   p.byte_counter_bytes = cc.rpg_byte_reset > 0 ? static_cast<double>(cc.rpg_byte_reset) : 1e18;
-  p.fast_recovery = cc.fast_recovery_f ? cc.rpg_threshold : cc.rpg_threshold - 1;
+  p.fast_recovery = cc.fast_recovery_events();
   p.rate_ai_bps = static_cast<double>(cc.rpg_ai_rate.bps);
   for (const FlowSpec& f : spec.flows) {
     b.flows.push_back({f.start.seconds(), std::ceil(static_cast<double>(f.size.count) / mtu)});
@@ -212,7 +222,7 @@ FluidBottleneck fluid_bottleneck(const FabricSpec& spec) {
   auto note = [&](std::string s) { b.approximations.push_back(std::move(s)); };
   const double byte_counter_time =
       static_cast<double>(cc.rpg_byte_reset) * 8 * p.flows / p.capacity_bps;  // at C/N
-  const int f = cc.rpg_threshold + (cc.fast_recovery_f ? 1 : 0);  // events until hyper increase
+  const int f = cc.fast_recovery_events() + 1;  // events until hyper increase
   if (cc.rpg_byte_reset == 0 || cc.rpg_time_reset.ps == 0) {
     note("hyper increase (R_HAI " + rate_text(cc.rpg_hai_rate) +
          ") is not in the equations: with one counter off, the other reaches it after " +
@@ -244,7 +254,7 @@ FluidBottleneck fluid_bottleneck(const FabricSpec& spec) {
   }
   if (!cc.fast_recovery_f) {
     note("fast_recovery_steps F-1: the model is given F - 1 = " +
-         std::to_string(cc.rpg_threshold - 1) +
+         std::to_string(cc.fast_recovery_events()) +
          " fast-recovery events, the pure halvings fabtwin's NIC makes (the authors' ns-3)");
   }
   if (!cc.monitor_periodic) {
