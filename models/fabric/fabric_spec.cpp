@@ -76,9 +76,11 @@ const BoundParams<OutputConfig> kOutputParams{
              "fabtwin"}),
     }};
 
-const std::set<std::string> kSections{"topology", "fabric", "nic",         "routing",
-                                      "traffic",  "gpu",    "nccl",        "run",
-                                      "output",   "events", "description", "$schema"};
+// `hw` belongs to the hardware backend (hw/run/hw_config.h): the simulator ignores it, and the
+// commands that run a scenario read it strictly there.
+const std::set<std::string> kSections{"topology", "fabric",      "nic",    "routing", "traffic",
+                                      "gpu",      "nccl",        "run",    "output",  "events",
+                                      "hw",       "description", "$schema"};
 
 const ParamGroup kFabricParams{"fabric",
                                "fabric",
@@ -100,7 +102,7 @@ void check_sections(const nlohmann::json& root) {
     if (!kSections.count(key)) {
       throw ScenarioError(key,
                           "unknown section; a scenario has topology, fabric, nic, routing, "
-                          "traffic, gpu, nccl, run, output, events (and extends, description, "
+                          "traffic, gpu, nccl, run, output, events, hw (and extends, description, "
                           "$schema)");
     }
   }

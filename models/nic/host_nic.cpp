@@ -175,14 +175,10 @@ HostNic::HostNic(std::string name, PacketPool& pool, int host, const NicConfig& 
                           config.dscp_to_priority[static_cast<uint8_t>(config.cc.dcqcn.cnp_dscp)]) {
 }
 
-// A flow's part on each of its qps_per_flow QPs: NCCL's split, ceil(size / n) rounded up to
-// 128 bytes per QP, the last ones taking what is left (possibly nothing).
-namespace {
 int64_t part_bytes(int64_t size, int parts, int part) {
   const int64_t chunk = ((size + parts - 1) / parts + 127) / 128 * 128;
   return std::clamp<int64_t>(size - chunk * part, 0, chunk);
 }
-}  // namespace
 
 uint32_t HostNic::add_send_qp(const FlowSpec& flow) {
   const int parts = config_.qps_per_flow;

@@ -63,6 +63,11 @@ inline uint64_t post_data(uint32_t qp, int64_t bytes, bool immediate = false) {
          static_cast<uint64_t>(bytes);
 }
 
+// A flow's part on QP `part` of its `parts` (nic.qps_per_flow): NCCL's split, ceil(size / n)
+// rounded up to 128 bytes per QP, the last ones taking what is left (possibly nothing). The
+// hardware backend splits its messages the same way (hw/run/plan.cpp).
+int64_t part_bytes(int64_t size, int parts, int part);
+
 // One sample of a queue pair's congestion-control state.
 struct RateSample {
   Time time;

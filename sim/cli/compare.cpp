@@ -29,6 +29,7 @@ struct TableSpec {
 const std::vector<TableSpec>& table_specs() {
   static const std::vector<TableSpec> specs{
       {"collectives/results", {"op", "type", "size"}, {"time_us", "algbw", "busbw"}},
+      {"flows", {"id", "src", "dst", "size_bytes"}, {"fct_ps", "goodput_bps"}},
       {"perftest/bandwidth",
        {"test", "sl", "bytes"},
        {"bw_average_bps", "bw_peak_bps", "msg_rate_mpps"}},
@@ -363,7 +364,7 @@ int command_compare(const std::vector<std::string>& args) {
     std::cerr << "fabtwin compare: " << files[0] << " and " << files[1]
               << " have no rows in common (";
     if (c.tables.empty()) {
-      std::cerr << "neither has nccl-tests or perftest rows";
+      std::cerr << "neither has flows, nccl-tests or perftest rows";
     } else {
       for (size_t i = 0; i < c.tables.size(); ++i) {
         const TableComparison& t = c.tables[i];

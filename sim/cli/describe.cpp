@@ -4,6 +4,7 @@
 #include <iostream>
 #include <iterator>
 
+#include "hw/run/hw_config.h"
 #include "models/fabric/fabric_spec.h"
 #include "sim/cli/report.h"
 
@@ -218,7 +219,9 @@ nlohmann::json scenario_json_schema(const std::vector<const ParamGroup*>& groups
 }
 
 int command_describe(const std::vector<std::string>& args) {
-  const auto groups = all_param_groups();
+  // The simulator's sections, and the one only hardware runs read.
+  std::vector<const ParamGroup*> groups = all_param_groups();
+  groups.push_back(&hw::hw_params());
   if (!args.empty() && args[0] == "--markdown") {
     describe_markdown(groups, std::cout);
     return 0;

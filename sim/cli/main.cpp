@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "hw/import/log_lines.h"
+#include "hw/run/hw_config.h"
 #include "models/fabric/fabric.h"
 #include "sim/atomic_file.h"
 #include "sim/cli/bench.h"
@@ -108,7 +109,9 @@ int command_run(const std::vector<std::string>& args, Transport* transport) {
   po::variables_map vm;
   if (const std::optional<int> status = parse_scenario_command(args, opts, vm)) return *status;
   if (threads < 0) throw po::error("--threads must be 0 or more");
-  FabricSpec spec = FabricSpec::resolve(load_scenario(vm["scenario"].as<std::string>(), sets));
+  const ScenarioDocument doc = load_scenario(vm["scenario"].as<std::string>(), sets);
+  FabricSpec spec = FabricSpec::resolve(doc);
+  hw::read_hw_config(doc.root);  // not simulated, but a mistake there is reported here too
   if (out.empty()) out = spec.output.hdf5;
   // Every output file can be written, before the run rather than after it.
   const bool root_rank = transport == nullptr || transport->rank() == 0;

@@ -1,0 +1,300 @@
+#include "hw/run/hw_runner.h"
+
+#include <netdb.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <stdexcept>
+
+#include "hw/run/hw_measurement.h"
+#include "hw/run/tcp_transport.h"
+#include "sim/atomic_file.h"
+#include "sim/cli/report.h"
+#include "sim/statistics.h"
+
+namespace fabtwin::hw {
+namespace {
+
+std::string address_of_this_host() {
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) != 0) return "127.0.0.1";
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(name, nullptr, &hints, &found) != 0 || found == nullptr) return "127.0.0.1";
+  char text[NI_MAXHOST] = {};
+  const bool ok = getnameinfo(found->ai_addr, found->ai_addrlen, text, sizeof text, nullptr, 0,
+                              NI_NUMERICHOST) == 0;
+  freeaddrinfo(found);
+  return ok ? text : "127.0.0.1";
+}
+
+std::chrono::milliseconds millis(Time t) {
+  return std::chrono::milliseconds(t.ps / 1'000'000'000);
+}
+
+std::vector<unsigned char> bytes_of(const std::string& s) {
+  return {s.begin(), s.end()};
+}
+
+// Each connection carries `bytes` once, at the start, untimed.
+Plan warmup_plan(const Plan& plan, Bytes bytes) {
+  Plan warm = plan;
+  warm.messages.clear();
+  for (const PlannedConnection& c : plan.connections)
+    warm.messages.push_back({c.id, c.id, bytes, Time{}});
+  return warm;
+}
+
+std::string us(double ns) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(1) << ns / 1e3;
+  return out.str();
+}
+
+void print_summary(const HwMeasurement& m, std::ostream& out) {
+  out << "fabtwin-hw " << kVersion << "  " << m.scenario_file << "  (" << m.transport << ", "
+      << m.ranks << (m.ranks == 1 ? " process" : " processes") << ", " << m.mapping << ")\n";
+  out << "plan        " << m.plan_hash.substr(0, 16) << "\n";
+  out << "flows       " << m.flows_completed() << " of " << m.flows.size() << " completed\n";
+  std::vector<double> fct;
+  int64_t bytes = 0;
+  Time last{};
+  for (const FlowRecord& f : m.flows) {
+    if (!f.completed) continue;
+    fct.push_back(static_cast<double>(f.fct().ps) / 1e3);
+    bytes += f.spec.size.count;
+    last = std::max(last, f.finish);
+  }
+  if (!fct.empty()) {
+    out << "fct us      p50 " << us(percentile(fct, 50)) << "  p99 " << us(percentile(fct, 99))
+        << "  max " << us(percentile(fct, 100)) << "\n";
+    if (last.ps > 0) {
+      out << "goodput     " << std::fixed << std::setprecision(3)
+          << static_cast<double>(bytes) * 8 / last.seconds() / 1e9
+          << " Gb/s (all completed bytes over the last completion)\n";
+    }
+  }
+  out << "wall        " << std::fixed << std::setprecision(3) << m.wall_seconds << " s\n";
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> shared_settings(const HwConfig& c) {
+  return {{"transport", c.transport},
+          {"memory", c.memory},
+          {"gid_index", std::to_string(c.gid_index)},
+          {"traffic_class", std::to_string(c.traffic_class)},
+          {"sl", std::to_string(c.sl)},
+          {"tx_depth", std::to_string(c.tx_depth)},
+          {"inline_size", std::to_string(c.inline_size)},
+          {"warmup", std::to_string(c.warmup.count)},
+          {"run_deadline_ps", std::to_string(c.run_deadline.ps)},
+          {"start_delay_ps", std::to_string(c.start_delay.ps)}};
+}
+
+PreparedRun prepare_run(const RunOptions& options) {
+  const ScenarioDocument doc = load_scenario(options.scenario, options.sets);
+  PreparedRun run{FabricSpec::resolve(doc), read_hw_config(doc.root), {}, {}, 0, {}};
+  run.mapping = resolve_mapping(run.config.hosts, run.spec.topology.hosts, hosts_in_use(run.spec));
+  const auto launcher = launcher_rank();
+  if (options.rank >= 0) {
+    if (launcher && launcher->rank != options.rank) {
+      throw std::invalid_argument("--rank " + std::to_string(options.rank) + " contradicts " +
+                                  launcher->variables + ", which say rank " +
+                                  std::to_string(launcher->rank));
+    }
+    run.rank = options.rank;
+  } else if (launcher) {
+    run.rank = launcher->rank;
+  } else if (run.mapping.ranks > 1) {
+    throw std::invalid_argument(run.mapping.origin + " has " + std::to_string(run.mapping.ranks) +
+                                " processes: give this one's --rank (0.." +
+                                std::to_string(run.mapping.ranks - 1) +
+                                "), or start them with mpirun");
+  }
+  if (run.rank >= run.mapping.ranks) {
+    throw std::invalid_argument("rank " + std::to_string(run.rank) + " is not in the mapping (" +
+                                run.mapping.origin + ": ranks 0.." +
+                                std::to_string(run.mapping.ranks - 1) + ")");
+  }
+  if (launcher && launcher->ranks != run.mapping.ranks) {
+    throw std::invalid_argument(launcher->variables + " say " + std::to_string(launcher->ranks) +
+                                " processes, " + run.mapping.origin + " has " +
+                                std::to_string(run.mapping.ranks));
+  }
+  run.plan = make_plan(run.spec, run.mapping, shared_settings(run.config));
+  const std::string& mine = run.mapping.rank_address[static_cast<size_t>(run.rank)];
+  run.data_address = !run.config.data_address.empty() ? run.config.data_address
+                     : !mine.empty()                  ? mine
+                                                      : address_of_this_host();
+  return run;
+}
+
+ControlConfig control_config(const PreparedRun& run) {
+  ControlConfig c;
+  c.rank = run.rank;
+  c.ranks = run.mapping.ranks;
+  c.root_address = !run.config.control_address.empty()    ? run.config.control_address
+                   : !run.mapping.rank_address[0].empty() ? run.mapping.rank_address[0]
+                                                          : "127.0.0.1";
+  c.root_port = static_cast<uint16_t>(run.config.control_port);
+  c.bind_address = run.config.bind_address;
+  c.run_id = run.plan.hash;
+  c.handshake_deadline = millis(run.config.handshake_deadline);
+  c.join_deadline = millis(run.config.join_deadline);
+  c.call_deadline = millis(run.config.run_deadline) + millis(run.config.join_deadline);
+  return c;
+}
+
+std::unique_ptr<DataTransport> make_transport(const PreparedRun& run) {
+  if (run.config.transport == "tcp") {
+    if (run.config.memory != "host") {
+      throw std::runtime_error("hw.memory = " + run.config.memory +
+                               ": the tcp transport sends from host memory only");
+    }
+    TcpTransport::Options o;
+    o.address = run.data_address;
+    o.connect_deadline = millis(run.config.join_deadline);
+    return std::make_unique<TcpTransport>(o);
+  }
+  throw std::runtime_error(
+      "hw.transport = verbs: this fabtwin-hw was built without the verbs transport (hw/verbs), "
+      "so no RDMA device can be used; use hw.transport = tcp (--set hw.transport=tcp)");
+}
+
+int execute_run(const PreparedRun& run, ControlGroup& control, DataTransport& transport,
+                const RunOptions& options, std::ostream& say) {
+  const bool root = control.rank() == 0;
+  if (root && !options.out.empty()) check_writable(options.out, "--out", OutputKind::Seekable);
+  if (root && !options.json.empty() && options.json != "-") check_writable(options.json, "--json");
+  // Every process must have made the same plan (the handshake's key names it too).
+  const auto hashes = control.allgather(bytes_of(run.plan.hash));
+  for (size_t r = 0; r < hashes.size(); ++r) {
+    const std::string other(hashes[r].begin(), hashes[r].end());
+    if (other != run.plan.hash) {
+      throw std::runtime_error("rank " + std::to_string(r) + " made plan " + other.substr(0, 16) +
+                               ", this rank (" + std::to_string(control.rank()) + ") " +
+                               run.plan.hash.substr(0, 16) +
+                               ": the processes were given different scenarios, --set values "
+                               "or host mappings");
+    }
+  }
+  const auto wall_start = std::chrono::steady_clock::now();
+  transport.connect(run.plan, control);
+  const int64_t lead = run.config.start_delay.ps / 1000;
+  const int64_t allowed = run.config.run_deadline.ps / 1000;
+  if (run.config.warmup.count > 0) {
+    const Plan warm = warmup_plan(run.plan, run.config.warmup);
+    control.barrier();
+    const int64_t start = monotonic_raw_ns() + lead;
+    const TransportResult r = transport.run(warm, start, start + allowed);
+    int64_t done = 0;
+    for (const MessageTiming& t : r.messages) done += t.completed ? 1 : 0;
+    if (done != static_cast<int64_t>(r.messages.size())) {
+      throw std::runtime_error("the warm-up did not complete within hw.run_deadline (" +
+                               std::to_string(done) + " of " + std::to_string(r.messages.size()) +
+                               " connections of rank " + std::to_string(control.rank()) + ")");
+    }
+  }
+  control.barrier();
+  const int64_t start = monotonic_raw_ns() + lead;
+  const TransportResult mine = transport.run(run.plan, start, start + allowed);
+  const auto gathered = control.gather(bytes_of(transport_result_json(mine).dump()));
+  transport.close();
+  if (!root) return 0;
+  std::vector<TransportResult> results;
+  for (size_t r = 0; r < gathered.size(); ++r) {
+    const nlohmann::json j =
+        nlohmann::json::parse(gathered[r].begin(), gathered[r].end(), nullptr, false);
+    results.push_back(transport_result_from_json(j, static_cast<int>(r)));
+  }
+  HwMeasurement m = assemble_measurement(run.plan, run.spec.flows, results);
+  m.scenario_text = run.spec.scenario_text;
+  m.scenario_file = run.spec.scenario_file;
+  m.seed = run.spec.run.seed;
+  m.transport = transport.name();
+  m.mapping = run.mapping.origin;
+  m.wall_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  m.run_id = new_run_id();
+  const std::vector<HwProperty> run_properties{{"transport", transport.name()},
+                                               {"mapping", run.mapping.origin},
+                                               {"ranks", std::to_string(run.mapping.ranks)},
+                                               {"fabtwin_version", kVersion},
+                                               {"plan_hash", run.plan.hash}};
+  m.properties.insert(m.properties.begin(), run_properties.begin(), run_properties.end());
+  for (int r = 0; r < run.mapping.ranks; ++r) {
+    std::string hosts;
+    for (size_t h = 0; h < run.mapping.host_rank.size(); ++h) {
+      if (run.mapping.host_rank[h] == r) hosts += (hosts.empty() ? "" : ",") + std::to_string(h);
+    }
+    const std::string& address = run.mapping.rank_address[static_cast<size_t>(r)];
+    m.properties.push_back(
+        {"rank" + std::to_string(r) + ".hosts", (address.empty() ? "" : address + " ") + hosts});
+  }
+  const bool json_to_stdout = options.json == "-";
+  std::ostream& note = json_to_stdout ? std::cerr : say;
+  if (!json_to_stdout) print_summary(m, say);
+  if (!options.out.empty()) {
+    write_measurement_hdf5(m, options.out);
+    note << "results     " << options.out << "\n";
+  }
+  if (json_to_stdout) {
+    say << measurement_json(m).dump(2) << "\n";
+  } else if (!options.json.empty()) {
+    write_text_atomically(options.json, measurement_json(m).dump(2) + "\n");
+  }
+  if (m.flows_completed() != static_cast<int64_t>(m.flows.size())) {
+    note << "fabtwin-hw: " << m.flows.size() - static_cast<size_t>(m.flows_completed()) << " of "
+         << m.flows.size() << " flows did not complete within hw.run_deadline\n";
+    return 1;
+  }
+  return 0;
+}
+
+void print_check(const PreparedRun& run, std::ostream& out) {
+  const Plan& p = run.plan;
+  out << "scenario    " << run.spec.scenario_file << "  (" << run.spec.topology.hosts << " hosts, "
+      << run.spec.flows.size() << " flows, " << p.collectives.size() << " collective generators)\n";
+  out << "mapping     " << run.mapping.origin << ", " << run.mapping.ranks
+      << (run.mapping.ranks == 1 ? " process\n" : " processes\n");
+  std::vector<int64_t> sent(static_cast<size_t>(p.ranks), 0), received(sent);
+  std::vector<int> out_connections(sent.size(), 0), in_connections(sent.size(), 0);
+  for (const PlannedMessage& m : p.messages) {
+    sent[p.connections[m.connection].src_rank] += m.size.count;
+    received[p.connections[m.connection].dst_rank] += m.size.count;
+  }
+  for (const PlannedConnection& c : p.connections) {
+    ++out_connections[c.src_rank];
+    ++in_connections[c.dst_rank];
+  }
+  for (int r = 0; r < p.ranks; ++r) {
+    std::string hosts;
+    for (size_t h = 0; h < p.host_rank.size(); ++h) {
+      if (p.host_rank[h] == r) hosts += (hosts.empty() ? "" : ",") + std::to_string(h);
+    }
+    const std::string& address = run.mapping.rank_address[static_cast<size_t>(r)];
+    out << "  rank " << r << "  " << (address.empty() ? "(launcher)" : address) << "  hosts "
+        << (hosts.empty() ? "(none)" : hosts) << "  sends " << format_bytes(Bytes{sent[r]})
+        << " on " << out_connections[r] << " connections, receives "
+        << format_bytes(Bytes{received[r]}) << " on " << in_connections[r] << "\n";
+  }
+  out << "plan        " << p.hash << "\n";
+  out << "            " << p.connections.size() << " connections (nic.qps_per_flow "
+      << p.qps_per_flow << "), " << p.messages.size() << " messages, mtu " << p.mtu_bytes << " B\n";
+  for (const PlannedCollective& c : p.collectives) {
+    out << "  collective traffic[" << c.generator << "] " << c.op << " " << c.type << ", "
+        << c.sizes.size() << " sizes, " << c.hosts.size() << " ranks (run through NCCL)\n";
+  }
+  for (const auto& [name, value] : p.settings) out << "  " << name << " = " << value << "\n";
+  const ControlConfig cc = control_config(run);
+  out << "control     " << cc.root_address << ":" << cc.root_port << " (rank 0 binds "
+      << (cc.bind_address.empty() ? cc.root_address : cc.bind_address) << ")\n";
+}
+
+}  // namespace fabtwin::hw

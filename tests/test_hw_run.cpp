@@ -1,0 +1,360 @@
+// The hardware runner's parts that need no hardware: the `hw` section, the host mapping, the
+// plan (split over queue pairs as the simulator splits flows, its hash), the TCP transport with
+// several ranks in threads of one process, and the whole run writing its measurement file.
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "hw/run/host_mapping.h"
+#include "hw/run/hw_config.h"
+#include "hw/run/hw_measurement.h"
+#include "hw/run/hw_runner.h"
+#include "hw/run/local_control_group.h"
+#include "hw/run/plan.h"
+#include "hw/run/tcp_transport.h"
+#include "models/fabric/fabric_spec.h"
+#include "models/nic/host_nic.h"
+#include "sim/cli/compare.h"
+#include "sim/scenario_file.h"
+
+using namespace fabtwin;
+using namespace fabtwin::hw;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path temp_dir() {
+  const fs::path dir =
+      fs::temp_directory_path() / ("fabtwin-hw-test-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  return dir;
+}
+
+fs::path write_temp(const std::string& name, const std::string& text) {
+  const fs::path file = temp_dir() / name;
+  std::ofstream(file) << text;
+  return file;
+}
+
+nlohmann::json scenario(int hosts = 4) {
+  return {{"topology", {{"type", "star"}, {"hosts", hosts}}},
+          {"fabric", {{"link", {{"rate", "100Gbps"}, {"delay", "1us"}}}}},
+          {"traffic",
+           {{{"type", "incast"}, {"receiver", 0}, {"senders", hosts - 1}, {"size", "300KB"}},
+            {{"type", "permutation"}, {"size", "100KB"}, {"start", "50us"}}}},
+          {"run", {{"seed", 3}}}};
+}
+
+FabricSpec resolve(const nlohmann::json& s, const std::vector<std::string>& sets = {}) {
+  return FabricSpec::resolve(load_scenario(write_temp("hw.json", s.dump()), sets));
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+}  // namespace
+
+TEST_CASE("hw section: declared defaults, auto keywords, errors at their JSON path", "[hw]") {
+  const HwConfig d = read_hw_config(nlohmann::json::object());
+  CHECK(d.transport == "verbs");
+  CHECK(d.memory == "host");
+  CHECK(d.tx_depth == 128);
+  CHECK(d.inline_size == 220);
+  CHECK(d.gid_index == -1);
+  CHECK(d.traffic_class == -1);
+  CHECK(d.control_port == 18600);
+  CHECK(traffic_class_of(d, 26) == 104);
+
+  const HwConfig c = read_hw_config(
+      {{"hw", {{"transport", "tcp"}, {"gid_index", 3}, {"traffic_class", 106}, {"sl", 3}}}});
+  CHECK(c.transport == "tcp");
+  CHECK(c.gid_index == 3);
+  CHECK(traffic_class_of(c, 26) == 106);
+  CHECK(c.sl == 3);
+
+  CHECK_THAT(error_of([] {
+               read_hw_config({{"hw", {{"transport", "rdma"}}}});
+             }),
+             Catch::Contains("hw.transport"));
+  CHECK_THAT(error_of([] {
+               read_hw_config({{"hw", {{"tx_detph", 64}}}});
+             }),
+             Catch::Contains("hw.tx_detph"));
+  CHECK_THAT(error_of([] {
+               read_hw_config({{"hw", {{"gid_index", "first"}}}});
+             }),
+             Catch::Contains("hw.gid_index") && Catch::Contains("\"auto\""));
+  CHECK_THAT(error_of([] {
+               read_hw_config({{"hw", {{"traffic_class", 256}}}});
+             }),
+             Catch::Contains("hw.traffic_class"));
+  CHECK_THAT(error_of([] { read_hw_config({{"hw", {{"sl", 16}}}}); }), Catch::Contains("hw.sl"));
+  CHECK_THAT(error_of([] {
+               read_hw_config({{"hw", {{"run_deadline", "0s"}}}});
+             }),
+             Catch::Contains("hw.run_deadline"));
+  CHECK_THAT(error_of([] { read_hw_config({{"hw", 3}}); }), Catch::Contains("at hw:"));
+  CHECK(hw_params().path == "hw");
+
+  // The simulator accepts the section (and ignores it): the same flows with or without it.
+  nlohmann::json with = scenario();
+  with["hw"] = {{"transport", "tcp"}};
+  CHECK(resolve(with).flows == resolve(scenario()).flows);
+  nlohmann::json misspelt = scenario();
+  misspelt["hardware"] = nlohmann::json::object();
+  CHECK_THAT(error_of([&] { resolve(misspelt); }),
+             Catch::Contains("hardware") && Catch::Contains("unknown section"));
+}
+
+TEST_CASE("host mapping: hosts files, mpirun blocks, missing hosts", "[hw]") {
+  const HostMapping m =
+      parse_hosts_text("# two hosts\n10.0.0.1 0-3\n\n10.0.0.2 4,5, # tail\n10.0.0.3 6-7\n", "h", 8);
+  CHECK(m.ranks == 3);
+  CHECK(m.host_rank == std::vector<int>{0, 0, 0, 0, 1, 1, 2, 2});
+  CHECK(m.rank_address == std::vector<std::string>{"10.0.0.1", "10.0.0.2", "10.0.0.3"});
+
+  CHECK_THAT(
+      error_of([] { parse_hosts_text("a 0-3\nb 3-4\n", "hosts.txt", 8); }),
+      Catch::Contains("hosts.txt:2") && Catch::Contains("host 3 is already played by rank 0"));
+  CHECK_THAT(error_of([] { parse_hosts_text("a 0-8\n", "hosts.txt", 8); }),
+             Catch::Contains("hosts.txt:1") && Catch::Contains("host 8 is not in the scenario"));
+  CHECK_THAT(error_of([] { parse_hosts_text("a 2-1\n", "f", 8); }), Catch::Contains("f:1"));
+  CHECK_THAT(error_of([] { parse_hosts_text("a 0-1 extra\n", "f", 8); }),
+             Catch::Contains("ADDRESS HOSTS"));
+  CHECK_THAT(error_of([] { parse_hosts_text("# nothing\n", "f", 8); }), Catch::Contains("no"));
+
+  CHECK(block_mapping(8, 3).host_rank == std::vector<int>{0, 0, 0, 1, 1, 1, 2, 2});
+  CHECK(block_mapping(2, 4).host_rank == std::vector<int>{0, 2});
+
+  const fs::path file = write_temp("hosts", "127.0.0.1 0-1\n127.0.0.1 3\n");
+  CHECK_THAT(error_of([&] {
+               resolve_mapping(file.string(), 4, {true, true, true, true});
+             }),
+             Catch::Contains("host 2 send or receive"));
+  CHECK(resolve_mapping(file.string(), 4, {true, true, false, true}).ranks == 2);
+  CHECK_THAT(error_of([] { read_hosts_file("/nonexistent/hosts", 4); }),
+             Catch::Contains("/nonexistent/hosts"));
+}
+
+TEST_CASE("plan: connections per host pair and QP, flows split as the simulator splits them",
+          "[hw]") {
+  const FabricSpec spec = resolve(scenario(), {"nic.qps_per_flow=3"});
+  const Plan plan = make_plan(spec, block_mapping(4, 2));
+  CHECK(plan.qps_per_flow == 3);
+  CHECK(plan.ranks == 2);
+  // Every connection belongs to a pair with flows, three per pair, numbered in order.
+  for (size_t i = 0; i < plan.connections.size(); ++i) {
+    const PlannedConnection& c = plan.connections[i];
+    CHECK(c.id == i);
+    CHECK(c.qp == static_cast<int>(i % 3));
+    CHECK(c.src_rank == c.src_host * 2 / 4);
+    CHECK(c.dst_rank == c.dst_host * 2 / 4);
+  }
+  // A flow's parts add up to its size, each the simulator's part on that QP.
+  for (const FlowSpec& f : spec.flows) {
+    int64_t total = 0;
+    for (const PlannedMessage& m : plan.messages) {
+      if (m.flow != f.id) continue;
+      const PlannedConnection& c = plan.connections[m.connection];
+      CHECK(c.src_host == f.src);
+      CHECK(c.dst_host == f.dst);
+      CHECK(m.size.count == part_bytes(f.size.count, 3, c.qp));
+      CHECK(m.start == f.start);
+      total += m.size.count;
+    }
+    CHECK(total == f.size.count);
+  }
+  CHECK(std::is_sorted(
+      plan.messages.begin(), plan.messages.end(),
+      [](const PlannedMessage& a, const PlannedMessage& b) { return a.start.ps < b.start.ps; }));
+  // 300000 B over 3 QPs: 100096 + 100096 + 99808 (chunks rounded up to 128 B).
+  CHECK(part_bytes(300000, 3, 0) == 100096);
+  CHECK(part_bytes(300000, 3, 2) == 99808);
+}
+
+TEST_CASE("plan hash: stable for the same inputs, changed by any of them", "[hw]") {
+  const FabricSpec spec = resolve(scenario());
+  const Plan a = make_plan(spec, block_mapping(4, 2), {{"transport", "tcp"}});
+  CHECK(a.hash.size() == 64);
+  CHECK(make_plan(resolve(scenario()), block_mapping(4, 2), {{"transport", "tcp"}}).hash == a.hash);
+  CHECK(plan_text(a).find("message ") != std::string::npos);
+  CHECK(make_plan(spec, block_mapping(4, 4), {{"transport", "tcp"}}).hash != a.hash);
+  CHECK(make_plan(spec, block_mapping(4, 2), {{"transport", "verbs"}}).hash != a.hash);
+  CHECK(make_plan(resolve(scenario(), {"traffic[0].size=301KB"}), block_mapping(4, 2),
+                  {{"transport", "tcp"}})
+            .hash != a.hash);
+  CHECK(make_plan(resolve(scenario(), {"run.seed=4"}), block_mapping(4, 2), {{"transport", "tcp"}})
+            .hash != a.hash);  // the permutation draws other pairs
+  // SHA-256 of "abc" (FIPS 180-2, appendix B.1).
+  CHECK(sha256_hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
+TEST_CASE("TCP transport: two ranks in threads, every message acknowledged", "[hw]") {
+  const FabricSpec spec = resolve(scenario(), {"nic.qps_per_flow=2"});
+  const Plan plan = make_plan(spec, block_mapping(4, 2));
+  auto group = LocalControlGroup::create(2);
+  std::vector<TransportResult> results(2);
+  std::vector<std::string> errors(2);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        TcpTransport t({"127.0.0.1", std::chrono::milliseconds(10'000)});
+        t.connect(plan, *group[r]);
+        group[r]->barrier();
+        const int64_t start = monotonic_raw_ns() + 1'000'000;
+        results[r] = t.run(plan, start, start + 10'000'000'000);
+      } catch (const std::exception& e) {
+        errors[r] = e.what();
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  CHECK(errors == std::vector<std::string>{"", ""});
+  size_t sent = 0, received = 0;
+  for (int r = 0; r < 2; ++r) {
+    for (const MessageTiming& t : results[r].messages) {
+      CHECK(t.completed);
+      CHECK(plan.connections[t.connection].src_rank == r);
+      CHECK(t.posted_ns >= 0);
+      CHECK(t.completed_ns > t.posted_ns);
+      ++sent;
+    }
+    for (const MessageTiming& t : results[r].received) {
+      CHECK(t.completed);
+      CHECK(plan.connections[t.connection].dst_rank == r);
+      ++received;
+    }
+    int64_t bytes = 0;
+    for (const ConnectionTiming& c : results[r].connections) bytes += c.bytes_sent;
+    int64_t planned = 0;
+    for (const PlannedMessage& m : plan.messages) {
+      if (plan.connections[m.connection].src_rank == r) planned += m.size.count;
+    }
+    CHECK(bytes == planned);
+  }
+  CHECK(sent == plan.messages.size());
+  CHECK(received == plan.messages.size());
+  // The incast's messages start at 0, the permutation's at 50 us: none posted before its start.
+  for (int r = 0; r < 2; ++r) {
+    for (const MessageTiming& t : results[r].messages) {
+      for (const PlannedMessage& m : plan.messages) {
+        if (m.flow == t.flow && m.connection == t.connection)
+          CHECK(t.posted_ns >= m.start.ps / 1000);
+      }
+    }
+  }
+}
+
+TEST_CASE("TCP transport: a deadline leaves messages not completed, and says so", "[hw]") {
+  // 1 GB through loopback cannot finish in 1 ms.
+  const FabricSpec spec = resolve(
+      {{"topology", {{"type", "star"}, {"hosts", 2}}},
+       {"traffic", {{{"type", "flows"}, {"flows", {{{"src", 0}, {"dst", 1}, {"size", "1GB"}}}}}}}});
+  const Plan plan = make_plan(spec, block_mapping(2, 1));
+  auto group = LocalControlGroup::create(1);
+  TcpTransport t({"127.0.0.1", std::chrono::milliseconds(5'000)});
+  t.connect(plan, *group[0]);
+  const int64_t start = monotonic_raw_ns();
+  const TransportResult r = t.run(plan, start, start + 1'000'000);
+  REQUIRE(r.messages.size() == 1);
+  CHECK_FALSE(r.messages[0].completed);
+  CHECK(r.messages[0].completed_ns == -1);
+  CHECK(r.messages[0].posted_ns >= 0);
+  CHECK(monotonic_raw_ns() - start < 2'000'000'000);
+}
+
+TEST_CASE("a whole run in threads: three ranks, the measurement file of every flow", "[hw]") {
+  nlohmann::json s = scenario(6);
+  s["hw"] = {{"transport", "tcp"}, {"warmup", "4KiB"}, {"start_delay", "1ms"}};
+  const fs::path scenario_file = write_temp("run.json", s.dump());
+  const fs::path hosts = write_temp("hosts3", "127.0.0.1 0-1\n127.0.0.1 2-3\n127.0.0.1 4-5\n");
+  const fs::path out = temp_dir() / "hw.h5";
+  fs::remove(out);
+  auto group = LocalControlGroup::create(3);
+  std::vector<int> status(3, -1);
+  std::vector<std::string> errors(3);
+  std::vector<std::ostringstream> said(3);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 3; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        RunOptions o;
+        o.scenario = scenario_file.string();
+        o.sets = {"hw.hosts=" + hosts.string()};
+        o.rank = r;
+        o.out = out.string();
+        const PreparedRun run = prepare_run(o);
+        auto transport = make_transport(run);
+        status[r] = execute_run(run, *group[r], *transport, o, said[r]);
+      } catch (const std::exception& e) {
+        errors[r] = e.what();
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  CHECK(errors == std::vector<std::string>(3, ""));
+  CHECK(status == std::vector<int>{0, 0, 0});
+  const std::string summary = said[0].str();
+  CHECK_THAT(summary, Catch::Contains("11 of 11 completed"));  // 5 incast + 6 permutation
+  CHECK(said[1].str().empty());
+  // The file compares with itself flow by flow: every flow has an fct and a goodput.
+  const Comparison c = compare_files(out.string(), out.string());
+  CHECK(c.source_a == "hardware");
+  REQUIRE(c.tables.size() == 1);
+  CHECK(c.tables[0].table == "flows");
+  CHECK(c.tables[0].matched.size() == 11);
+  for (const MatchedRow& row : c.tables[0].matched) CHECK(row.metrics.size() == 2);
+}
+
+TEST_CASE("a run whose ranks made different plans is refused before any traffic", "[hw]") {
+  const FabricSpec spec = resolve(scenario());
+  const Plan a = make_plan(spec, block_mapping(4, 2));
+  const Plan b = make_plan(resolve(scenario(), {"traffic[0].size=1KB"}), block_mapping(4, 2));
+  auto group = LocalControlGroup::create(2);
+  std::vector<std::string> errors(2);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      PreparedRun run{spec,
+                      read_hw_config({{"hw", {{"transport", "tcp"}}}}),
+                      block_mapping(4, 2),
+                      r == 0 ? a : b,
+                      r,
+                      "127.0.0.1"};
+      TcpTransport t({"127.0.0.1", std::chrono::milliseconds(5'000)});
+      errors[r] = error_of([&] { execute_run(run, *group[r], t, RunOptions{}, std::cout); });
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const std::string& e : errors) CHECK_THAT(e, Catch::Contains("different scenarios"));
+}
+
+TEST_CASE("transport results travel as JSON and every field is checked", "[hw]") {
+  TransportResult r;
+  r.messages.push_back({7, 2, 4096, 10, 200, -1, true});
+  r.received.push_back({8, 3, 100, -1, -1, 150, true});
+  r.connections.push_back({2, 4096, 1, {190}});
+  r.properties = {{"transport", "tcp"}};
+  const TransportResult back = transport_result_from_json(transport_result_json(r), 1);
+  REQUIRE(back.messages.size() == 1);
+  CHECK(back.messages[0].completed_ns == 200);
+  CHECK(back.received[0].received_ns == 150);
+  CHECK(back.connections[0].latency_ns == std::vector<int64_t>{190});
+  CHECK(back.properties == r.properties);
+  nlohmann::json bad = transport_result_json(r);
+  bad["messages"][0]["bytes"] = "many";
+  CHECK_THAT(error_of([&] { transport_result_from_json(bad, 2); }),
+             Catch::Contains("rank 2") && Catch::Contains("bytes"));
+}
