@@ -44,7 +44,7 @@ std::vector<std::string> attribute_files(const fs::path& dir) {
        end;
        !ec && it != end; it.increment(ec)) {
     if (it->is_regular_file(ec))
-      files.push_back(fs::relative(it->path(), dir, ec).generic_string());
+      files.push_back(it->path().lexically_relative(dir).generic_string());
   }
   std::sort(files.begin(), files.end());
   return files;
