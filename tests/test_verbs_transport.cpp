@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include <catch2/catch.hpp>
+#include <future>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -64,17 +65,48 @@ struct FakeCluster {
 
 // Runs the plan on every rank in a thread; returns each rank's result (or rethrows the first
 // failure).
+using ControlFactory = std::function<std::unique_ptr<ControlGroup>(int rank)>;
+
+ControlFactory in_process(int ranks) {
+  auto hub = std::make_shared<test::InProcessHub>(ranks);
+  return [hub](int rank) { return std::make_unique<test::InProcessControl>(hub, rank); };
+}
+
+// The real control group over loopback TCP (hw/control): rank 0 listens on a free port, the
+// others join once it does.
+ControlFactory over_loopback(int ranks) {
+  auto listening = std::make_shared<std::promise<uint16_t>>();
+  auto port = std::make_shared<std::shared_future<uint16_t>>(listening->get_future().share());
+  return [=](int rank) {
+    ControlConfig c;
+    c.rank = rank;
+    c.ranks = ranks;
+    c.root_port = 0;
+    c.run_id = "verbs-transport-test";
+    c.token = std::vector<unsigned char>(32, 0x5a);
+    c.join_deadline = std::chrono::milliseconds(5000);
+    c.call_deadline = std::chrono::milliseconds(5000);
+    if (rank == 0)
+      c.on_listening = [listening](uint16_t p) { listening->set_value(p); };
+    else
+      c.root_port = port->get();
+    return ControlGroup::join(c);
+  };
+}
+
 std::vector<TransportResult> run_ranks(const Plan& plan,
                                        const std::function<VerbsSettings(int)>& settings,
-                                       int64_t budget_ns = 5'000'000'000) {
-  auto hub = std::make_shared<test::InProcessHub>(plan.ranks);
+                                       int64_t budget_ns = 5'000'000'000,
+                                       ControlFactory controls = nullptr) {
+  if (!controls) controls = in_process(plan.ranks);
   std::vector<TransportResult> results(plan.ranks);
   std::vector<std::exception_ptr> errors(plan.ranks);
   std::vector<std::thread> threads;
   for (int r = 0; r < plan.ranks; ++r)
     threads.emplace_back([&, r] {
       try {
-        test::InProcessControl control(hub, r);
+        auto group = controls(r);
+        ControlGroup& control = *group;
         auto transport = make_verbs_transport(settings(r));
         transport->connect(plan, control);
         const std::vector<unsigned char> start_bytes = control.broadcast(
@@ -180,6 +212,19 @@ TEST_CASE("verbs transport: three ranks exchange RDMA WRITEs around a ring", "[v
   }
 }
 
+TEST_CASE("verbs transport: descriptors through the authenticated control group",
+          "[verbs_transport]") {
+  FakeCluster cluster(2);
+  const Plan plan = ring_plan(2, 3);
+  const auto results = run_ranks(
+      plan, [&](int r) { return cluster.settings(r); }, 5'000'000'000, over_loopback(2));
+  for (const TransportResult& r : results) {
+    REQUIRE(r.messages.size() == 3);
+    for (const MessageTiming& m : r.messages) CHECK(m.completed);
+  }
+  CHECK(cluster.fabric.bytes_written() == 2 * (3 * 10000 + 1000 * 3));
+}
+
 TEST_CASE("verbs transport: SENDs are received in order, in a small window", "[verbs_transport]") {
   FakeCluster cluster(2);
   const Plan plan = ring_plan(2, 40, 100);
@@ -251,29 +296,33 @@ TEST_CASE("verbs transport: every peer field is checked before use", "[verbs_tra
   // The honest descriptor passes (the fake accepts a peer it cannot reach until traffic flows).
   CHECK_NOTHROW(attempt([](nlohmann::json&) {}));
   CHECK_THROWS_WITH(attempt([](nlohmann::json& p) { p["ends"][0]["qpn"] = 0x1000000; }),
-                    Catch::Contains("peer rank 1, connection") && Catch::Contains("'qpn'") &&
-                        Catch::Contains("at most 16777215"));
+                    Catch::Contains("peer rank 1, connection") && Catch::Contains("field qpn") &&
+                        Catch::Contains("0x2..0xffffff, found 0x1000000"));
   CHECK_THROWS_WITH(attempt([](nlohmann::json& p) { p["ends"][0]["qpn"] = 1; }),
-                    Catch::Contains("'qpn'") && Catch::Contains("special QPs"));
+                    Catch::Contains("field qpn") && Catch::Contains("found 0x1"));
+  CHECK_THROWS_WITH(attempt([](nlohmann::json& p) { p["ends"][0]["rkey"] = uint64_t{1} << 32; }),
+                    Catch::Contains("field rkey") && Catch::Contains("32-bit"));
+  CHECK_THROWS_WITH(attempt([](nlohmann::json& p) { p["ends"][1]["psn"] = 0x1000000; }),
+                    Catch::Contains("field psn") && Catch::Contains("found 0x1000000"));
   CHECK_THROWS_WITH(attempt([](nlohmann::json& p) { p["ends"][1]["psn"] = -5; }),
-                    Catch::Contains("'psn'") && Catch::Contains("unsigned integer"));
+                    Catch::Contains("field psn") && Catch::Contains("unsigned integer"));
   CHECK_THROWS_WITH(attempt([](nlohmann::json& p) {
                       for (auto& e : p["ends"])
                         if (e["role"] == "dst") e["len"] = 100;
                     }),
-                    Catch::Contains("'len'") && Catch::Contains("at least 11000 bytes") &&
-                        Catch::Contains("found 100"));
+                    Catch::Contains("field len") && Catch::Contains("at least 11000 bytes") &&
+                        Catch::Contains("found 100 bytes"));
   CHECK_THROWS_WITH(attempt([](nlohmann::json& p) {
                       for (auto& e : p["ends"])
                         if (e["role"] == "dst") e["addr"] = UINT64_MAX - 10;
                     }),
-                    Catch::Contains("inside the address space"));
+                    Catch::Contains("field addr+len") && Catch::Contains("does not wrap around"));
   CHECK_THROWS_WITH(attempt([](nlohmann::json& p) { p["gid"] = "10.0.0.2"; }),
-                    Catch::Contains("field 'gid'"));
+                    Catch::Contains("field gid"));
   CHECK_THROWS_WITH(attempt([](nlohmann::json& p) { p["gid"] = "::"; }),
                     Catch::Contains("zero GID"));
   CHECK_THROWS_WITH(attempt([](nlohmann::json& p) { p["rank"] = 0; }),
-                    Catch::Contains("peer rank 1") && Catch::Contains("'rank'"));
+                    Catch::Contains("peer rank 1: field rank: expected 1, found 0"));
   CHECK_THROWS_WITH(attempt([](nlohmann::json& p) { p["ends"].erase(0); }),
                     Catch::Contains("no 'dst' end") || Catch::Contains("no 'src' end"));
   CHECK_THROWS_AS(attempt([](nlohmann::json& p) { p = "not an object"; }), ControlError);

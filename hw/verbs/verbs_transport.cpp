@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "hw/control/peer_fields.h"
 #include "hw/verbs/ibverbs_device.h"
 #include "hw/verbs/memory_region.h"
 #include "hw/verbs/qp_setup.h"
@@ -67,8 +68,8 @@ std::string peer_where(int rank, uint32_t connection) {
 
 [[noreturn]] void bad_field(int rank, uint32_t connection, const std::string& field,
                             const std::string& expected, const std::string& found) {
-  throw ControlError(peer_where(rank, connection) + ": field '" + field + "': expected " +
-                     expected + ", found " + found);
+  throw ControlError(peer_where(rank, connection) + ": field " + field + ": expected " + expected +
+                     ", found " + found);
 }
 
 struct PeerEnd {
@@ -81,15 +82,12 @@ struct PeerDescriptor {
   std::map<std::pair<uint32_t, std::string>, PeerEnd> ends;  // (connection, role)
 };
 
-uint64_t unsigned_field(const nlohmann::json& j, const char* name, int rank, uint32_t connection,
-                        uint64_t max) {
+// A field that must be an unsigned JSON integer; its range is checked by peer_fields.h.
+uint64_t unsigned_field(const nlohmann::json& j, const char* name, int rank, uint32_t connection) {
   if (!j.contains(name) || !j[name].is_number_unsigned())
     bad_field(rank, connection, name, "an unsigned integer",
               j.contains(name) ? j[name].dump() : "nothing");
-  const uint64_t v = j[name].get<uint64_t>();
-  if (v > max)
-    bad_field(rank, connection, name, "at most " + std::to_string(max), std::to_string(v));
-  return v;
+  return j[name].get<uint64_t>();
 }
 
 PeerDescriptor parse_descriptor(const std::vector<unsigned char>& bytes, int rank) {
@@ -105,17 +103,18 @@ PeerDescriptor parse_descriptor(const std::vector<unsigned char>& bytes, int ran
     throw ControlError("peer rank " + std::to_string(rank) +
                        ": its queue-pair descriptor lacks 'gid' (string) or 'ends' (array)");
   if (!j.contains("rank") || j["rank"] != rank)
-    throw ControlError("peer rank " + std::to_string(rank) + ": descriptor field 'rank': found " +
+    throw ControlError("peer rank " + std::to_string(rank) + ": field rank: expected " +
+                       std::to_string(rank) + ", found " +
                        (j.contains("rank") ? j["rank"].dump() : "nothing"));
   PeerDescriptor d;
   try {
     d.gid = Gid::parse(j["gid"].get<std::string>());
   } catch (const std::invalid_argument& e) {
-    throw ControlError("peer rank " + std::to_string(rank) + ": field 'gid': " + e.what());
+    throw ControlError("peer rank " + std::to_string(rank) + ": field gid: " + e.what());
   }
   if (d.gid.is_zero())
     throw ControlError("peer rank " + std::to_string(rank) +
-                       ": field 'gid': expected a GID, "
+                       ": field gid: expected a GID, "
                        "found the zero GID");
   for (const nlohmann::json& e : j["ends"]) {
     if (!e.is_object() || !e.contains("connection") || !e["connection"].is_number_unsigned() ||
@@ -123,17 +122,13 @@ PeerDescriptor parse_descriptor(const std::vector<unsigned char>& bytes, int ran
       throw ControlError("peer rank " + std::to_string(rank) +
                          ": an end without 'connection' or 'role'");
     const uint32_t c = e["connection"].get<uint32_t>();
+    const std::string where = peer_where(rank, c);
     PeerEnd p;
-    p.qpn = static_cast<uint32_t>(unsigned_field(e, "qpn", rank, c, kMax24));
-    if (p.qpn < 2)
-      bad_field(rank, c, "qpn", "2..16777215 (0 and 1 are special QPs)", std::to_string(p.qpn));
-    p.psn = static_cast<uint32_t>(unsigned_field(e, "psn", rank, c, kMax24));
-    p.rkey = static_cast<uint32_t>(unsigned_field(e, "rkey", rank, c, 0xFFFFFFFFu));
-    p.addr = unsigned_field(e, "addr", rank, c, std::numeric_limits<uint64_t>::max());
-    p.len = unsigned_field(e, "len", rank, c, std::numeric_limits<uint64_t>::max());
-    if (p.len > std::numeric_limits<uint64_t>::max() - p.addr)
-      bad_field(rank, c, "len", "a region inside the address space",
-                std::to_string(p.addr) + " + " + std::to_string(p.len));
+    p.qpn = check_qpn(unsigned_field(e, "qpn", rank, c), where);
+    p.psn = check_psn(unsigned_field(e, "psn", rank, c), where);
+    p.rkey = check_rkey(unsigned_field(e, "rkey", rank, c), where);
+    p.addr = unsigned_field(e, "addr", rank, c);
+    p.len = unsigned_field(e, "len", rank, c);
     d.ends[{c, e["role"].get<std::string>()}] = p;
   }
   return d;
@@ -379,11 +374,11 @@ void VerbsTransport::exchange_and_connect(const Plan& plan, ControlGroup& contro
                          "' end in its descriptor (different plans?)");
     const PeerEnd& p = it->second;
     if (e.role == Role::Source) {
+      // What this end writes comes from the local plan; the peer's slot only has to hold it.
       const uint64_t need = static_cast<uint64_t>(std::max<int64_t>(e.max_message, 1));
-      if (p.len < need)
-        bad_field(peer_rank, e.connection->id, "len",
-                  "a receive region of at least " + std::to_string(need) + " bytes",
-                  std::to_string(p.len));
+      const std::string where = peer_where(peer_rank, e.connection->id);
+      check_advertised_length(p.len, need, where, "len");
+      check_remote_region(p.addr, need, p.addr, p.len, where, "addr+len");
       e.remote_addr = p.addr;
       e.remote_rkey = p.rkey;
     }
