@@ -54,11 +54,13 @@ struct End {
   uint32_t remote_rkey = 0;
   int64_t max_message = 0;
   std::vector<size_t> messages;  // plan message indices carried, in order
+  std::vector<size_t> sends;     // destination: those sent as SENDs, each needing a receive
   // run() state
   size_t next = 0;                                  // source: next message to post
   std::deque<std::pair<size_t, bool>> outstanding;  // (message, signalled)
   size_t received = 0;                              // destination (SEND): messages received
-  size_t receives_posted = 0;
+  size_t receives_posted = 0;                       // destination: for this run's SENDs
+  size_t receives_outstanding = 0;                  // posted, not yet consumed
   int signal_counter = 0;
 };
 
@@ -180,11 +182,21 @@ class VerbsTransport : public DataTransport {
     require(settings_.port >= 1, "port must be at least 1");
   }
 
+  // The verb a message travels by. PlannedMessage carries none yet (the scenario's per-flow
+  // verb arrives with the simulator's SEND model), so the setting applies to every message.
+  VerbsVerb verb_of(const PlannedMessage&) const { return settings_.verb; }
+
   void open_device_and_memory(const Plan& plan);
   void open_queue_pairs(const Plan& plan);
   void exchange_and_connect(const Plan& plan, ControlGroup& control);
 
   uint64_t base_iova() const { return registration().iova(); }
+  void post_receive(End& e) {
+    e.qp->post_receive({static_cast<uint64_t>(&e - ends_.data()), base_iova() + e.slot_offset,
+                        static_cast<uint32_t>(e.slot_length), registration().lkey()});
+    ++e.receives_posted;
+    ++e.receives_outstanding;
+  }
   const MemoryRegistration& registration() const {
     return registration_ ? *registration_ : *gpu_registration_->registration;
   }
@@ -300,16 +312,17 @@ void VerbsTransport::open_device_and_memory(const Plan& plan) {
 }
 
 void VerbsTransport::open_queue_pairs(const Plan& plan) {
-  const bool send_verb = settings_.verb == VerbsVerb::Send;
-  int sources = 0, destinations = 0;
+  int sources = 0, receiving = 0;
   for (const PlannedConnection& c : plan.connections) {
     sources += c.src_rank == rank_;
-    destinations += c.dst_rank == rank_;
+    bool sends = false;
+    for (const PlannedMessage& m : plan.messages)
+      sends = sends || (m.connection == c.id && verb_of(m) == VerbsVerb::Send);
+    receiving += c.dst_rank == rank_ && sends;
   }
   const int max_cqe = device_->info().max_cqe;
   send_cq_ = device_->create_cq(std::clamp(sources * settings_.tx_depth, 1, max_cqe));
-  recv_cq_ =
-      device_->create_cq(std::clamp(send_verb ? destinations * settings_.rx_depth : 1, 1, max_cqe));
+  recv_cq_ = device_->create_cq(std::clamp(receiving * settings_.rx_depth, 1, max_cqe));
   uint64_t slot = send_length_;
   for (const PlannedConnection& c : plan.connections) {
     for (Role role : {Role::Source, Role::Destination}) {
@@ -321,10 +334,12 @@ void VerbsTransport::open_queue_pairs(const Plan& plan) {
         if (plan.messages[i].connection == c.id) {
           end.messages.push_back(i);
           end.max_message = std::max(end.max_message, plan.messages[i].size.count);
+          if (role == Role::Destination && verb_of(plan.messages[i]) == VerbsVerb::Send)
+            end.sends.push_back(i);
         }
       QpCapabilities caps;
       caps.max_send_wr = role == Role::Source ? settings_.tx_depth : 1;
-      caps.max_recv_wr = role == Role::Destination && send_verb ? settings_.rx_depth : 1;
+      caps.max_recv_wr = end.sends.empty() ? 1 : settings_.rx_depth;
       caps.max_inline_data = role == Role::Source ? settings_.inline_size : 0;
       end.qp = pd_->create_rc_qp(*send_cq_, *recv_cq_, caps);
       end.psn = random_psn();
@@ -399,12 +414,9 @@ void VerbsTransport::exchange_and_connect(const Plan& plan, ControlGroup& contro
     path.remote_access = e.role == Role::Destination ? uint32_t{kAccessRemoteWrite} : 0u;
     move_to_init(*e.qp, path);
     // Receives go up before the peer can send (SEND verb).
-    if (e.role == Role::Destination && settings_.verb == VerbsVerb::Send) {
-      const size_t want =
-          std::min<size_t>(e.messages.size(), static_cast<size_t>(settings_.rx_depth));
-      for (; e.receives_posted < want; ++e.receives_posted)
-        e.qp->post_receive({static_cast<uint64_t>(&e - ends_.data()), base_iova() + e.slot_offset,
-                            static_cast<uint32_t>(e.slot_length), registration().lkey()});
+    if (!e.sends.empty()) {
+      const size_t want = std::min<size_t>(e.sends.size(), static_cast<size_t>(settings_.rx_depth));
+      while (e.receives_outstanding < want) post_receive(e);
     }
     move_to_rtr(*e.qp, path);
     move_to_rts(*e.qp, path);
@@ -415,7 +427,6 @@ TransportResult VerbsTransport::run(const Plan& plan, int64_t start_ns, int64_t 
   if (!device_) throw std::logic_error("verbs transport: run before connect");
   TransportResult result;
   result.properties = properties_;
-  const bool send_verb = settings_.verb == VerbsVerb::Send;
   const int cq_mod = std::min(settings_.cq_mod, settings_.tx_depth);
   std::map<size_t, size_t> timing_of;  // plan message -> result.messages index
   size_t to_complete = 0, to_receive = 0;
@@ -423,6 +434,12 @@ TransportResult VerbsTransport::run(const Plan& plan, int64_t start_ns, int64_t 
     e.next = 0;
     e.outstanding.clear();
     e.received = 0;
+    // Receives posted before this run (at connect, or left from an earlier run) serve it; top
+    // them up to the window.
+    e.receives_posted = e.receives_outstanding;
+    while (e.receives_posted < e.sends.size() &&
+           e.receives_outstanding < static_cast<size_t>(settings_.rx_depth))
+      post_receive(e);
     e.signal_counter = 0;
     if (e.role == Role::Source) {
       for (size_t m : e.messages) {
@@ -431,8 +448,8 @@ TransportResult VerbsTransport::run(const Plan& plan, int64_t start_ns, int64_t 
         result.messages.push_back({pm.flow, pm.connection, pm.size.count, -1, -1, -1, false});
       }
       to_complete += e.messages.size();
-    } else if (send_verb) {
-      to_receive += e.messages.size();
+    } else {
+      to_receive += e.sends.size();
     }
   }
   std::map<uint32_t, size_t> end_of_qp;
@@ -477,7 +494,7 @@ TransportResult VerbsTransport::run(const Plan& plan, int64_t start_ns, int64_t 
         if (signaled) e.signal_counter = 0;
         SendRequest r;
         r.wr_id = m;
-        r.opcode = send_verb ? SendOpcode::Send : SendOpcode::RdmaWrite;
+        r.opcode = verb_of(pm) == VerbsVerb::Send ? SendOpcode::Send : SendOpcode::RdmaWrite;
         r.length = static_cast<uint32_t>(pm.size.count);
         r.inline_data = host_buffer_ && pm.size.count > 0 && pm.size.count <= settings_.inline_size;
         r.local_addr = base_iova();
@@ -511,17 +528,17 @@ TransportResult VerbsTransport::run(const Plan& plan, int64_t start_ns, int64_t 
       busy = true;
     }
     // Receive completions (SEND): the k-th on a connection is its k-th message.
-    if (send_verb) {
+    if (to_receive > 0) {
       const int r = recv_cq_->poll(wcs);
       for (int i = 0; i < r; ++i) {
         const WorkCompletion& wc = wcs[i];
         End& e = ends_.at(end_of_qp.at(wc.qp_num));
         if (wc.status != WcStatus::Success) fail(e, wc, "receive");
-        if (e.received >= e.messages.size())
+        if (e.received >= e.sends.size())
           throw std::runtime_error("verbs transport: connection " +
                                    std::to_string(e.connection->id) +
                                    " received more messages than planned");
-        const PlannedMessage& pm = plan.messages[e.messages[e.received++]];
+        const PlannedMessage& pm = plan.messages[e.sends[e.received++]];
         MessageTiming timing{
             pm.flow, pm.connection, wc.byte_len, -1, -1, monotonic_raw_ns() - start_ns, false};
         if (static_cast<int64_t>(wc.byte_len) != pm.size.count)
@@ -531,11 +548,8 @@ TransportResult VerbsTransport::run(const Plan& plan, int64_t start_ns, int64_t 
               ", planned " + std::to_string(pm.size.count));
         result.received.push_back(timing);
         ++received;
-        if (e.receives_posted < e.messages.size()) {
-          e.qp->post_receive({static_cast<uint64_t>(&e - ends_.data()), base_iova() + e.slot_offset,
-                              static_cast<uint32_t>(e.slot_length), registration().lkey()});
-          ++e.receives_posted;
-        }
+        --e.receives_outstanding;
+        if (e.receives_posted < e.sends.size()) post_receive(e);
         busy = true;
       }
     }
