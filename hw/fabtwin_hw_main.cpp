@@ -80,8 +80,8 @@ int command_check(const std::vector<std::string>& args) {
   o.scenario = vm["scenario"].as<std::string>();
   const PreparedRun run = prepare_run(o);
   print_check(run, std::cout);
-  make_transport(run);  // says what is missing for hw.transport
-  std::cout << "transport   " << run.config.transport << ": available\n";
+  const std::string transport = check_transport(run);  // throws, saying what is missing
+  std::cout << "transport   " << transport << "\n";
   return 0;
 }
 

@@ -155,6 +155,45 @@ TEST_CASE("perftest: an old ib_send_bw -a over UD, without MsgRate (RDMA-Experim
   CHECK(log.bandwidth[10].average_bps == Approx(2919.91 * kMiB));
 }
 
+TEST_CASE("perftest: ib_read_lat over RoCE on ConnectX-5, full latency table (spiderpool)",
+          "[import]") {
+  // Two pods on two hosts; the log is indented as the documentation's code block has it, and
+  // libibverbs warnings and perftest's CPU-frequency remarks come before and inside the table.
+  const PerftestLog sriov =
+      parse_perftest_log(log_text("perftest/read_lat_roce_cx5_sriov.log"), "x");
+  REQUIRE(sriov.runs.size() == 1);
+  CHECK(sriov.runs[0].test == "ib_read_lat");
+  CHECK(sriov.runs[0].device == "mlx5_5");
+  CHECK(sriov.runs[0].link_type == "Ethernet");
+  CHECK(sriov.runs[0].gid_index == 2);
+  CHECK(sriov.runs[0].mtu_bytes == 1024);
+  CHECK(sriov.runs[0].outstanding_reads == 16);
+  CHECK(sriov.runs[0].local.qpn == "0x0b69");
+  CHECK(sriov.runs[0].remote.gid == "00:00:00:00:00:00:00:00:00:00:255:255:172:81:00:118");
+  CHECK(sriov.bandwidth.empty());
+  REQUIRE(sriov.latency.size() == 1);
+  // " 2       1000          6.66           20.37        6.74              6.82         0.78
+  //   7.15        20.37"
+  const PerftestLatencyRow& r = sriov.latency[0];
+  CHECK(r.bytes == 2);
+  CHECK(r.iterations == 1000);
+  CHECK(r.t_min_ps == 6'660'000);
+  CHECK(r.t_max_ps == 20'370'000);
+  CHECK(r.t_typical_ps == 6'740'000);
+  CHECK(r.t_avg_ps == 6'820'000);
+  CHECK(r.t_stdev_ps == 780'000);
+  CHECK(r.t_p99_ps == 7'150'000);
+  CHECK(r.t_p999_ps == 20'370'000);
+
+  const PerftestLog macvlan =
+      parse_perftest_log(log_text("perftest/read_lat_roce_cx5_macvlan.log"), "x");
+  REQUIRE(macvlan.latency.size() == 1);
+  CHECK(macvlan.runs[0].gid_index == 12);
+  CHECK(macvlan.latency[0].t_typical_ps == 7'040'000);
+  CHECK(macvlan.latency[0].t_p99_ps == 7'380'000);
+  CHECK(macvlan.latency[0].t_max_ps == 16'810'000);
+}
+
 TEST_CASE("perftest: cut and garbled logs are refused, naming the line", "[import]") {
   // A real log cut inside its only row (perftest#234 as quoted).
   CHECK_THROWS_WITH(

@@ -7,7 +7,9 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -33,6 +35,10 @@ struct ControlConfig {
   std::chrono::milliseconds handshake_deadline{10'000};  // per connection
   std::chrono::milliseconds join_deadline{120'000};      // every rank joined
   std::chrono::milliseconds call_deadline{600'000};      // one collective call below
+  // Rank 0: called with the bound port once it listens, before the others join (root_port 0).
+  std::function<void(uint16_t)> on_listening;
+  size_t max_frame = 64 * 1024;            // payload bytes of one frame (larger messages are split)
+  size_t max_message = size_t{256} << 20;  // bytes of one reassembled message
 };
 
 class ControlGroup {

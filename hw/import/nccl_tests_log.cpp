@@ -112,6 +112,28 @@ void read_nccl_debug_line(NcclTestsLog& log, std::string_view text) {
   }
 }
 
+std::optional<NcclTuningChoice> read_nccl_tuning_line(std::string_view text) {
+  const std::vector<std::string> w = fields_of(text);
+  for (size_t i = 1; i + 7 < w.size(); ++i) {
+    // FUNC: BYTES Bytes -> Algo A proto P channel{Lo..Hi}={LO..HI}
+    if (w[i + 1] != "Bytes" || w[i + 2] != "->" || w[i + 3] != "Algo" || w[i + 5] != "proto" ||
+        !w[i - 1].ends_with(":") || !w[i + 7].starts_with("channel{Lo..Hi}={")) {
+      continue;
+    }
+    const std::optional<int64_t> bytes = to_integer(w[i]);
+    std::string_view range =
+        std::string_view(w[i + 7]).substr(std::string_view("channel{Lo..Hi}={").size());
+    const size_t dots = range.find("..");
+    if (!bytes || dots == std::string_view::npos || !range.ends_with("}")) return std::nullopt;
+    const std::optional<int64_t> lo = to_integer(range.substr(0, dots));
+    const std::optional<int64_t> hi = to_integer(range.substr(dots + 2, range.size() - dots - 3));
+    if (!lo || !hi || *hi < *lo) return std::nullopt;
+    return NcclTuningChoice{w[i - 1].substr(0, w[i - 1].size() - 1), *bytes, w[i + 4], w[i + 6],
+                            *hi - *lo + 1};
+  }
+  return std::nullopt;
+}
+
 namespace {
 
 // mpirun --tag-output puts "[1,0]<stdout>:" before each line of each rank.

@@ -74,6 +74,19 @@ NcclTestsLog parse_nccl_tests_log(std::string_view text, const std::string& name
 // the environment; recorded into `log` (the line itself is not stored here).
 void read_nccl_debug_line(NcclTestsLog& log, std::string_view text);
 
+// What NCCL's tuner chose for one collective call: its TUNING debug line (rank 0 prints it per
+// call, "AllReduce: 1048576 Bytes -> Algo Ring proto Simple channel{Lo..Hi}={0..15}").
+struct NcclTuningChoice {
+  std::string function;  // NCCL's name: AllReduce, AllGather, ReduceScatter, Broadcast, Reduce
+  int64_t bytes = 0;
+  std::string algorithm;  // as printed: Ring, Tree, CollNetDirect, CollNetChain, NVLS, PAT, ...
+  std::string protocol;   // LL, LL128, Simple
+  int64_t channels = 0;   // Hi - Lo + 1
+};
+
+// The choice a TUNING line tells; nullopt for any other line.
+std::optional<NcclTuningChoice> read_nccl_tuning_line(std::string_view text);
+
 // The simulator's name of the collective an nccl-tests program runs: all_reduce_perf ->
 // all_reduce, alltoall_perf -> all_to_all, sendrecv_perf -> send_recv; other programs by their
 // name without "_perf". Empty for a name that is not an nccl-tests program.

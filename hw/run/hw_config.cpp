@@ -66,8 +66,8 @@ const HwParams kHwParams{
         HwParams::field(&HwConfig::data_address,
                         {"data_address", ParamType::Text, "\"\"",
                          "tcp transport: address each rank's data listener binds to and "
-                         "advertises; empty: the rank's address in the hosts file, else the "
-                         "address its host name resolves to (127.0.0.1 if none)",
+                         "advertises; empty: the rank's address in the hosts file, else (under "
+                         "mpirun) the address of its interface toward control_address",
                          "fabtwin-hw"}),
         HwParams::field(&HwConfig::device,
                         {"device", ParamType::Text, "\"\"",

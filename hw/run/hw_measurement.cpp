@@ -15,11 +15,6 @@ namespace {
 
 constexpr int64_t kPsPerNs = 1000;
 
-template <class Visit>
-void for_each_table_of(const HwMeasurement& m, Visit&& visit) {
-  for_each_hw_table(m, visit);
-}
-
 void write_contents(const HwMeasurement& m, const std::filesystem::path& path) {
   Hdf5File h5(path.string());
   h5.attribute("fabtwin_version", std::string(kVersion));
@@ -36,8 +31,14 @@ void write_contents(const HwMeasurement& m, const std::filesystem::path& path) {
   h5.attribute("stop_reason", m.stop_reason);
   write_table(h5, "flows", m.flows);
   h5.group("hw");
-  for_each_table_of(
-      m, [&](const std::string& name, const auto& rows) { write_table(h5, name, rows); });
+  const auto write = [&](const std::string& name, const auto& rows) {
+    write_table(h5, name, rows);
+  };
+  for_each_hw_table(m, write);
+  if (!m.collectives.rows.empty()) {
+    h5.group("collectives");
+    for_each_collective_table(m.collectives, write);
+  }
   for (const ObservationTable& t : m.observations) t.write(h5);
   // Written last: a file that has it was written whole by the run it names.
   h5.attribute("run_id", m.run_id);
@@ -271,7 +272,8 @@ nlohmann::json measurement_json(const HwMeasurement& m) {
     j["tables"][name] = list;
   };
   table("flows", m.flows);
-  for_each_table_of(m, table);
+  for_each_hw_table(m, table);
+  if (!m.collectives.rows.empty()) for_each_collective_table(m.collectives, table);
   for (const ObservationTable& t : m.observations) j["tables"][t.name] = t.json();
   return j;
 }

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "hw/nccl/nccl_results.h"
 #include "hw/run/data_transport.h"
 #include "hw/run/plan.h"
 #include "models/traffic/flow.h"
@@ -104,6 +105,7 @@ struct HwMeasurement {
   std::vector<MessageRow> messages;
   std::vector<QpRow> qps;
   std::vector<ObservationTable> observations;
+  CollectiveMeasurement collectives;  // the collective generators run through NCCL (rank 0's)
   std::string run_id;
 
   int64_t flows_completed() const;
@@ -122,12 +124,23 @@ nlohmann::json measurement_json(const HwMeasurement& m);
 nlohmann::json transport_result_json(const TransportResult& r);
 TransportResult transport_result_from_json(const nlohmann::json& j, int rank);
 
-// The datasets of /hw, in file order, for `fabtwin describe --hdf5-schema`: visit(name, rows).
+// The datasets of /hw, in file order: visit(name, rows).
 template <class Visit>
 void for_each_hw_table(const HwMeasurement& m, Visit&& visit) {
   visit("hw/properties", m.properties);
   visit("hw/messages", m.messages);
   visit("hw/qps", m.qps);
+}
+
+// The tables of the collectives run through NCCL, where a simulated run has them, and NCCL's
+// own in /hw (present when the scenario had collective generators and they ran).
+template <class Visit>
+void for_each_collective_table(const CollectiveMeasurement& c, Visit&& visit) {
+  visit("collectives/results", c.rows);
+  visit("collectives/rank_gpus", c.rank_gpus);
+  visit("collectives/gpus", c.gpus);
+  visit("hw/nccl_rank_times", c.rank_times);
+  visit("hw/nccl_info", c.nccl_info);
 }
 
 }  // namespace fabtwin::hw

@@ -1,36 +1,59 @@
 #include "hw/run/hw_runner.h"
 
 #include <netdb.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <iomanip>
 #include <iostream>
 #include <map>
 #include <stdexcept>
 
+#include "hw/observe/host_observer.h"
 #include "hw/run/hw_measurement.h"
 #include "hw/run/tcp_transport.h"
 #include "sim/atomic_file.h"
+#include "sim/cli/hdf5_table.h"
 #include "sim/cli/report.h"
 #include "sim/statistics.h"
+#ifdef FABTWIN_HW_VERBS
+#include "hw/verbs/ibverbs_device.h"
+#include "hw/verbs/verbs_transport.h"
+#endif
+#ifdef FABTWIN_HW_NCCL
+#include "hw/nccl/nccl_collectives.h"
+#endif
 
 namespace fabtwin::hw {
 namespace {
 
-std::string address_of_this_host() {
-  char name[256] = {};
-  if (gethostname(name, sizeof name - 1) != 0) return "127.0.0.1";
+// The address of this host's interface toward `peer` (the control network's root): the source
+// address the kernel would use to reach it (a connected UDP socket sends nothing). 127.0.0.1
+// when it cannot tell.
+std::string address_toward(const std::string& peer) {
   addrinfo hints{};
-  hints.ai_family = AF_INET;
-  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_DGRAM;
   addrinfo* found = nullptr;
-  if (getaddrinfo(name, nullptr, &hints, &found) != 0 || found == nullptr) return "127.0.0.1";
-  char text[NI_MAXHOST] = {};
-  const bool ok = getnameinfo(found->ai_addr, found->ai_addrlen, text, sizeof text, nullptr, 0,
-                              NI_NUMERICHOST) == 0;
+  if (getaddrinfo(peer.c_str(), "9", &hints, &found) != 0 || found == nullptr) return "127.0.0.1";
+  std::string address = "127.0.0.1";
+  const int fd = ::socket(found->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd >= 0 && ::connect(fd, found->ai_addr, found->ai_addrlen) == 0) {
+    sockaddr_storage local{};
+    socklen_t length = sizeof local;
+    char text[NI_MAXHOST] = {};
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &length) == 0 &&
+        getnameinfo(reinterpret_cast<sockaddr*>(&local), length, text, sizeof text, nullptr, 0,
+                    NI_NUMERICHOST) == 0) {
+      address = text;
+    }
+  }
+  if (fd >= 0) ::close(fd);
   freeaddrinfo(found);
-  return ok ? text : "127.0.0.1";
+  return address;
 }
 
 std::chrono::milliseconds millis(Time t) {
@@ -82,6 +105,54 @@ void print_summary(const HwMeasurement& m, std::ostream& out) {
   out << "wall        " << std::fixed << std::setprecision(3) << m.wall_seconds << " s\n";
 }
 
+// The RDMA device whose counters are read: hw.device, or for the verbs transport the first one
+// the kernel lists (the one the transport opens when none is named); none for tcp.
+std::string observed_device(const HwConfig& c) {
+  if (c.transport != "verbs") return "";
+  if (!c.device.empty()) return c.device;
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/sys/class/infiniband", ec)) {
+    names.push_back(e.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names.empty() ? "" : names.front();
+}
+
+// This host's observer, or the reason there is none (an observer that cannot start is noted,
+// not fatal: it only reads).
+std::unique_ptr<HostObserver> start_observer(const PreparedRun& run, std::string& why) {
+  ObserveConfig oc;
+  oc.device = observed_device(run.config);
+  oc.port = run.config.port;
+  oc.rank = run.rank;
+  oc.ethtool = !oc.device.empty();
+  oc.sample_period = std::max(std::chrono::milliseconds(1), millis(run.config.sample_period));
+  try {
+    return std::make_unique<HostObserver>(oc);
+  } catch (const std::exception& e) {
+    why = e.what();
+    return nullptr;
+  }
+}
+
+// The observation tables of every rank, each keeping its rows for the file and the JSON.
+std::vector<ObservationTable> observation_tables_of(const std::vector<Observation>& all) {
+  std::vector<ObservationTable> out;
+  for_each_observation_table(all, [&](const std::string& name, const auto& rows) {
+    using Rows = std::decay_t<decltype(rows)>;
+    using R = typename Rows::value_type;
+    out.push_back({name, [name, rows](Hdf5File& h5) { write_table(h5, name, rows); },
+                   [rows] {
+                     const auto columns = columns_of<R>();
+                     nlohmann::json list = nlohmann::json::array();
+                     for (const R& r : rows) list.push_back(record_json(columns, r));
+                     return list;
+                   }});
+  });
+  return out;
+}
+
 }  // namespace
 
 std::vector<std::pair<std::string, std::string>> shared_settings(const HwConfig& c) {
@@ -131,7 +202,7 @@ PreparedRun prepare_run(const RunOptions& options) {
   const std::string& mine = run.mapping.rank_address[static_cast<size_t>(run.rank)];
   run.data_address = !run.config.data_address.empty() ? run.config.data_address
                      : !mine.empty()                  ? mine
-                                                      : address_of_this_host();
+                                     : address_toward(control_config(run).root_address);
   return run;
 }
 
@@ -162,9 +233,23 @@ std::unique_ptr<DataTransport> make_transport(const PreparedRun& run) {
     o.connect_deadline = millis(run.config.join_deadline);
     return std::make_unique<TcpTransport>(o);
   }
+#ifdef FABTWIN_HW_VERBS
+  VerbsSettings v;
+  v.device = run.config.device;
+  v.port = run.config.port;
+  v.gid_index = run.config.gid_index;
+  v.traffic_class = run.config.traffic_class;
+  v.sl = run.config.sl;
+  v.tx_depth = run.config.tx_depth;
+  v.inline_size = run.config.inline_size;
+  v.memory = parse_verbs_memory(run.config.memory);
+  v.gpu = run.config.gpu >= 0 ? run.config.gpu : local_rank();
+  return make_verbs_transport(v);
+#else
   throw std::runtime_error(
       "hw.transport = verbs: this fabtwin-hw was built without the verbs transport (hw/verbs), "
       "so no RDMA device can be used; use hw.transport = tcp (--set hw.transport=tcp)");
+#endif
 }
 
 int execute_run(const PreparedRun& run, ControlGroup& control, DataTransport& transport,
@@ -201,19 +286,71 @@ int execute_run(const PreparedRun& run, ControlGroup& control, DataTransport& tr
                                " connections of rank " + std::to_string(control.rank()) + ")");
     }
   }
+  std::string observe_error;
+  const std::unique_ptr<HostObserver> observer = start_observer(run, observe_error);
+  if (observer) {
+    observer->before();
+    if (run.config.sample_period.ps > 0) observer->start_sampling();
+  }
   control.barrier();
   const int64_t start = monotonic_raw_ns() + lead;
   const TransportResult mine = transport.run(run.plan, start, start + allowed);
-  const auto gathered = control.gather(bytes_of(transport_result_json(mine).dump()));
+  if (observer) observer->after();
   transport.close();
+  // The collective generators, through NCCL, after the flows.
+  CollectiveMeasurement collectives;
+  std::string collectives_note;
+  if (!run.plan.collectives.empty()) {
+#ifdef FABTWIN_HW_NCCL
+    NcclRunSettings ns;
+    ns.device = run.config.gpu;
+    try {
+      collectives = run_nccl_collectives(run.spec, control, ns);
+    } catch (const NcclRunError& e) {
+      // Raised on every rank alike (the runner shares a rank's failure first): the flows'
+      // results are still gathered and written.
+      collectives_note = std::string("not run: ") + e.what();
+    }
+#else
+    collectives_note = "not run: this fabtwin-hw was built without CUDA and NCCL";
+#endif
+  }
+  nlohmann::json report = {{"transport", transport_result_json(mine)}};
+  report["observation"] = observer ? observer->take().to_json() : nlohmann::json();
+  report["observe_error"] = observe_error;
+  const auto gathered = control.gather(bytes_of(report.dump()));
   if (!root) return 0;
   std::vector<TransportResult> results;
+  std::vector<Observation> observations;
+  std::vector<HwProperty> notes;
   for (size_t r = 0; r < gathered.size(); ++r) {
     const nlohmann::json j =
         nlohmann::json::parse(gathered[r].begin(), gathered[r].end(), nullptr, false);
-    results.push_back(transport_result_from_json(j, static_cast<int>(r)));
+    if (!j.is_object() || !j.contains("transport")) {
+      throw std::runtime_error("rank " + std::to_string(r) + "'s results are not a JSON object");
+    }
+    results.push_back(transport_result_from_json(j["transport"], static_cast<int>(r)));
+    if (j.contains("observation") && j["observation"].is_object()) {
+      observations.push_back(Observation::from_json(j["observation"]));
+    }
+    if (j.contains("observe_error") && j["observe_error"].is_string() &&
+        !j["observe_error"].get<std::string>().empty()) {
+      notes.push_back({"rank" + std::to_string(r) + ".observe_error",
+                       j["observe_error"].get<std::string>().substr(0, 127)});
+    }
   }
   HwMeasurement m = assemble_measurement(run.plan, run.spec.flows, results);
+  m.observations = observation_tables_of(observations);
+  m.collectives = std::move(collectives);
+  if (!m.collectives.rows.empty()) {
+    m.properties.push_back({"nccl_version", m.collectives.nccl_version});
+    m.properties.push_back({"nccl_network", m.collectives.network});
+  }
+  m.properties.insert(m.properties.end(), notes.begin(), notes.end());
+  if (!collectives_note.empty()) {
+    m.properties.push_back({"collectives", collectives_note.substr(0, 127)});
+    say << "fabtwin-hw: the scenario's collectives were " << collectives_note << "\n";
+  }
   m.scenario_text = run.spec.scenario_text;
   m.scenario_file = run.spec.scenario_file;
   m.seed = run.spec.run.seed;
@@ -249,12 +386,28 @@ int execute_run(const PreparedRun& run, ControlGroup& control, DataTransport& tr
   } else if (!options.json.empty()) {
     write_text_atomically(options.json, measurement_json(m).dump(2) + "\n");
   }
+  if (!collectives_note.empty()) return 1;
   if (m.flows_completed() != static_cast<int64_t>(m.flows.size())) {
     note << "fabtwin-hw: " << m.flows.size() - static_cast<size_t>(m.flows_completed()) << " of "
          << m.flows.size() << " flows did not complete within hw.run_deadline\n";
     return 1;
   }
   return 0;
+}
+
+std::string check_transport(const PreparedRun& run) {
+  make_transport(run);  // a transport this binary lacks is refused here
+  if (run.config.transport == "tcp") return "tcp: data listener on " + run.data_address;
+#ifdef FABTWIN_HW_VERBS
+  const auto provider = make_ibverbs_provider();
+  provider->open(run.config.device);
+  std::string names;
+  for (const std::string& n : provider->device_names()) names += (names.empty() ? "" : ", ") + n;
+  return "verbs: " + (run.config.device.empty() ? "the first device" : run.config.device) +
+         " opens (devices: " + names + ")";
+#else
+  return "";
+#endif
 }
 
 void print_check(const PreparedRun& run, std::ostream& out) {

@@ -56,6 +56,10 @@ std::unique_ptr<DataTransport> make_transport(const PreparedRun& run);
 int execute_run(const PreparedRun& run, ControlGroup& control, DataTransport& transport,
                 const RunOptions& options, std::ostream& say);
 
+// What `fabtwin-hw check` says of hw.transport on this host: for verbs, the RDMA device opened
+// (and closed); throws std::runtime_error saying what is missing.
+std::string check_transport(const PreparedRun& run);
+
 // `fabtwin-hw check`: the mapping and the plan, printed.
 void print_check(const PreparedRun& run, std::ostream& out);
 

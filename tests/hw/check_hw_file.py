@@ -11,7 +11,9 @@ with h5py.File(hw_path, "r") as hw, h5py.File(sim_path, "r") as sim:
     assert hw.attrs["schema_version"] == sim.attrs["schema_version"]
     assert len(hw.attrs["run_id"]) == 32 and len(hw.attrs["plan_hash"]) == 64
     assert hw.attrs["ranks"] == ranks, hw.attrs["ranks"]
-    assert hw.attrs["scenario"] == sim.attrs["scenario"]
+    hw_scenario, sim_scenario = json.loads(hw.attrs["scenario"]), json.loads(sim.attrs["scenario"])
+    assert hw_scenario["traffic"] == sim_scenario["traffic"]
+    assert hw_scenario["hw"]["transport"] == "tcp"
     flows, sim_flows = hw["flows"][:], sim["flows"][:]
     # The same flows as the simulated run, every one completed, with an FCT and a goodput.
     assert list(flows["id"]) == list(sim_flows["id"])
@@ -33,6 +35,8 @@ with h5py.File(hw_path, "r") as hw, h5py.File(sim_path, "r") as sim:
         assert q["messages_completed"] == q["messages"] > 0
         assert 0 < q["latency_p50_ns"] <= q["latency_p99_ns"] <= q["latency_p999_ns"] <= q["latency_max_ns"]
     assert set(qps["src_rank"]) == set(range(ranks)), set(qps["src_rank"])
+    for name in ("hw/counters", "hw/counter_deltas", "hw/settings", "hw/observe_notes"):
+        assert name in hw, name  # every host observed itself (TCP: no RDMA counters to read)
     names = [p.decode() for p in hw["hw/properties"]["name"]]
     assert "transport" in names and "plan_hash" in names, names
 comparison = json.load(open(compare_path))
