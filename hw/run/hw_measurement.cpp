@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <stdexcept>
 
 #include "sim/atomic_file.h"
@@ -200,11 +201,18 @@ HwMeasurement assemble_measurement(const Plan& plan, const std::vector<FlowSpec>
       *counter = -1;  // per-flow counts hardware does not give (per-port ones are in /hw)
     }
   }
+  // What the destinations saw, when they can tell (a TCP receiver can; an RDMA WRITE's
+  // destination cannot, and its flows keep bytes_received -1).
+  std::set<uint32_t> seen;
+  for (const TransportResult& r : results) {
+    for (const MessageTiming& t : r.received) seen.insert(t.flow);
+  }
   for (const MessageRow& x : m.messages) {
     FlowRecord& r = by_flow.at(x.flow);
     r.completed = r.completed && x.completed;
     if (x.completed) r.finish = std::max(r.finish, Time{x.completed_ns * kPsPerNs});
-    if (x.received_ns >= 0) {
+    if (!seen.count(x.flow)) r.bytes_received = -1;
+    if (x.received_ns >= 0 && r.bytes_received >= 0) {
       r.bytes_received += x.bytes;
       r.last_byte_received = std::max(r.last_byte_received, Time{x.received_ns * kPsPerNs});
     }

@@ -234,17 +234,7 @@ std::unique_ptr<DataTransport> make_transport(const PreparedRun& run) {
     return std::make_unique<TcpTransport>(o);
   }
 #ifdef FABTWIN_HW_VERBS
-  VerbsSettings v;
-  v.device = run.config.device;
-  v.port = run.config.port;
-  v.gid_index = run.config.gid_index;
-  v.traffic_class = run.config.traffic_class;
-  v.sl = run.config.sl;
-  v.tx_depth = run.config.tx_depth;
-  v.inline_size = run.config.inline_size;
-  v.memory = parse_verbs_memory(run.config.memory);
-  v.gpu = run.config.gpu >= 0 ? run.config.gpu : local_rank();
-  return make_verbs_transport(v);
+  return make_verbs_transport(verbs_settings(run.config));
 #else
   throw std::runtime_error(
       "hw.transport = verbs: this fabtwin-hw was built without the verbs transport (hw/verbs), "
@@ -394,6 +384,22 @@ int execute_run(const PreparedRun& run, ControlGroup& control, DataTransport& tr
   }
   return 0;
 }
+
+#ifdef FABTWIN_HW_VERBS
+VerbsSettings verbs_settings(const HwConfig& c) {
+  VerbsSettings v;
+  v.device = c.device;
+  v.port = c.port;
+  v.gid_index = c.gid_index;
+  v.traffic_class = c.traffic_class;
+  v.sl = c.sl;
+  v.tx_depth = c.tx_depth;
+  v.inline_size = c.inline_size;
+  v.memory = parse_verbs_memory(c.memory);
+  v.gpu = c.gpu >= 0 ? c.gpu : local_rank();
+  return v;
+}
+#endif
 
 std::string check_transport(const PreparedRun& run) {
   make_transport(run);  // a transport this binary lacks is refused here

@@ -18,6 +18,8 @@
 
 namespace fabtwin::hw {
 
+struct VerbsSettings;  // hw/verbs/verbs_transport.h
+
 struct RunOptions {
   std::string scenario;
   std::vector<std::string> sets;  // --set path=value
@@ -55,6 +57,10 @@ std::unique_ptr<DataTransport> make_transport(const PreparedRun& run);
 // every flow completed, 1 when some did not before hw.run_deadline (the file says which).
 int execute_run(const PreparedRun& run, ControlGroup& control, DataTransport& transport,
                 const RunOptions& options, std::ostream& say);
+
+// The verbs transport's settings from the `hw` section (defined when the verbs transport is
+// built): device, port, GID index, traffic class, SL, tx depth, inline size, memory and GPU.
+VerbsSettings verbs_settings(const HwConfig& config);
 
 // What `fabtwin-hw check` says of hw.transport on this host: for verbs, the RDMA device opened
 // (and closed); throws std::runtime_error saying what is missing.
