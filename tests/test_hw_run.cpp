@@ -1,6 +1,9 @@
 // The hardware runner's parts that need no hardware: the `hw` section, the host mapping, the
 // plan (split over queue pairs as the simulator splits flows, its hash), the TCP transport with
 // several ranks in threads of one process, and the whole run writing its measurement file.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -357,4 +360,101 @@ TEST_CASE("transport results travel as JSON and every field is checked", "[hw]")
   bad["messages"][0]["bytes"] = "many";
   CHECK_THAT(error_of([&] { transport_result_from_json(bad, 2); }),
              Catch::Contains("rank 2") && Catch::Contains("bytes"));
+}
+
+namespace {
+
+// A control group that passes every call through and, once the data endpoints have been
+// exchanged, opens a stray connection to rank 0's data listener that presents a forged hello
+// (the right connection id, a wrong cookie), and one that sends nothing useful and hangs up.
+class StrayConnections : public ControlGroup {
+ public:
+  StrayConnections(std::unique_ptr<ControlGroup> inner, uint32_t connection)
+      : inner_(std::move(inner)), connection_(connection) {}
+  ~StrayConnections() override {
+    for (int fd : strays_) ::close(fd);
+  }
+  int rank() const override { return inner_->rank(); }
+  int ranks() const override { return inner_->ranks(); }
+  uint16_t bound_port() const override { return 0; }
+  void barrier() override { inner_->barrier(); }
+  std::vector<unsigned char> broadcast(const std::vector<unsigned char>& b, int root) override {
+    return inner_->broadcast(b, root);
+  }
+  std::vector<std::vector<unsigned char>> gather(const std::vector<unsigned char>& b) override {
+    return inner_->gather(b);
+  }
+  std::vector<std::vector<unsigned char>> allgather(const std::vector<unsigned char>& b) override {
+    auto all = inner_->allgather(b);
+    const nlohmann::json root = nlohmann::json::parse(all[0].begin(), all[0].end(), nullptr, false);
+    if (rank() == 1 && root.is_object() && root.contains("port")) {
+      for (int attempt = 0; attempt < 2; ++attempt) {
+        const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in to{};
+        to.sin_family = AF_INET;
+        to.sin_port = htons(root["port"].get<uint16_t>());
+        to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) == 0);
+        // The magic and a connection rank 0 does accept, but a cookie of zeros.
+        unsigned char hello[24] = {0x57, 0x48, 0x54, 0x46, static_cast<unsigned char>(connection_)};
+        if (attempt == 0) {
+          CHECK(::send(fd, hello, sizeof hello, MSG_NOSIGNAL) == sizeof hello);  // cookie zeros
+          strays_.push_back(fd);
+        } else {
+          CHECK(::send(fd, hello, 5, MSG_NOSIGNAL) == 5);  // a truncated hello
+          ::close(fd);
+        }
+      }
+    }
+    return all;
+  }
+
+ private:
+  std::unique_ptr<ControlGroup> inner_;
+  uint32_t connection_;
+  std::vector<int> strays_;
+};
+
+}  // namespace
+
+TEST_CASE("TCP transport: connections with a forged or truncated hello are refused", "[hw]") {
+  const FabricSpec spec = resolve(scenario());
+  const Plan plan = make_plan(spec, block_mapping(4, 2));
+  auto members = LocalControlGroup::create(2);
+  std::vector<std::unique_ptr<ControlGroup>> group;
+  uint32_t into_rank0 = 0;
+  // From rank 1 into rank 0: rank 1 opens the strays before its own connections, so a stray
+  // that were taken would hold the connection's place.
+  while (plan.connections.at(into_rank0).dst_rank != 0 ||
+         plan.connections.at(into_rank0).src_rank != 1) {
+    ++into_rank0;
+  }
+  REQUIRE(into_rank0 < 256);
+  for (auto& m : members) {
+    group.push_back(std::make_unique<StrayConnections>(std::move(m), into_rank0));
+  }
+  std::vector<TransportResult> results(2);
+  std::vector<std::string> errors(2);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        TcpTransport t({"127.0.0.1", std::chrono::milliseconds(10'000)});
+        t.connect(plan, *group[r]);
+        group[r]->barrier();
+        const int64_t start = monotonic_raw_ns();
+        results[r] = t.run(plan, start, start + 10'000'000'000);
+      } catch (const std::exception& e) {
+        errors[r] = e.what();
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  CHECK(errors == std::vector<std::string>{"", ""});
+  // Every planned message arrived intact: the strays were closed, not taken for connections.
+  size_t received = 0;
+  for (const TransportResult& r : results) {
+    for (const MessageTiming& t : r.received) received += t.completed ? 1 : 0;
+  }
+  CHECK(received == plan.messages.size());
 }
