@@ -347,13 +347,14 @@ TEST_CASE("a run whose ranks made different plans is refused before any traffic"
 TEST_CASE("transport results travel as JSON and every field is checked", "[hw]") {
   TransportResult r;
   r.messages.push_back({7, 2, 4096, 10, 200, -1, true});
-  r.received.push_back({8, 3, 100, -1, -1, 150, true});
+  // Received before the destination's own start (it left the barrier later): negative.
+  r.received.push_back({8, 3, 100, -1, -1, -150, true});
   r.connections.push_back({2, 4096, 1, {190}});
   r.properties = {{"transport", "tcp"}};
   const TransportResult back = transport_result_from_json(transport_result_json(r), 1);
   REQUIRE(back.messages.size() == 1);
   CHECK(back.messages[0].completed_ns == 200);
-  CHECK(back.received[0].received_ns == 150);
+  CHECK(back.received[0].received_ns == -150);
   CHECK(back.connections[0].latency_ns == std::vector<int64_t>{190});
   CHECK(back.properties == r.properties);
   nlohmann::json bad = transport_result_json(r);

@@ -1,6 +1,7 @@
 #include "hw/run/hw_measurement.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -72,7 +73,9 @@ MessageTiming timing_from(const nlohmann::json& j, int rank) {
   t.bytes = number(j, "bytes", rank, 0);
   t.posted_ns = number(j, "posted_ns", rank, -1);
   t.completed_ns = number(j, "completed_ns", rank, -1);
-  t.received_ns = number(j, "received_ns", rank, -1);
+  // On the destination's clock from its own start, so possibly negative (`completed` says
+  // whether it was received).
+  t.received_ns = number(j, "received_ns", rank, std::numeric_limits<int64_t>::min());
   if (!j.contains("completed") || !j["completed"].is_boolean()) {
     throw std::runtime_error("rank " + std::to_string(rank) +
                              "'s results: field completed: expected true or false");
@@ -183,7 +186,10 @@ HwMeasurement assemble_measurement(const Plan& plan, const std::vector<FlowSpec>
       x.completed = t.completed;
     }
     for (const MessageTiming& t : r.received) {
-      if (t.received_ns >= 0) row(t, static_cast<int>(rank)).received_ns = t.received_ns;
+      if (!t.completed) continue;
+      MessageRow& x = row(t, static_cast<int>(rank));
+      x.received = true;
+      x.received_ns = t.received_ns;
     }
     for (const auto& [name, value] : r.properties) {
       m.properties.push_back({"rank" + std::to_string(rank) + "." + name, value});
@@ -212,7 +218,7 @@ HwMeasurement assemble_measurement(const Plan& plan, const std::vector<FlowSpec>
     r.completed = r.completed && x.completed;
     if (x.completed) r.finish = std::max(r.finish, Time{x.completed_ns * kPsPerNs});
     if (!seen.count(x.flow)) r.bytes_received = -1;
-    if (x.received_ns >= 0 && r.bytes_received >= 0) {
+    if (x.received && r.bytes_received >= 0) {
       r.bytes_received += x.bytes;
       r.last_byte_received = std::max(r.last_byte_received, Time{x.received_ns * kPsPerNs});
     }

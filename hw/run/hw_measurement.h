@@ -29,7 +29,8 @@ struct MessageRow {
   Time start{};               // planned offset from the common start
   int64_t posted_ns = -1;     // source clock, from the common start
   int64_t completed_ns = -1;  // source: acknowledgement of the last byte; -1: not completed
-  int64_t received_ns = -1;   // destination clock: the last byte arrived; -1: not received
+  int64_t received_ns = -1;   // destination clock: the last byte arrived (when `received`)
+  bool received = false;
   bool completed = false;
 };
 
@@ -52,8 +53,12 @@ constexpr auto record_fields(std::type_identity<MessageRow>) {
             "When the source saw the last byte acknowledged (RC ACK, or the TCP receiver's "
             "acknowledgement); -1 if not before the deadline."),
       field("received_ns", &MessageRow::received_ns, "ns",
-            "When the last byte arrived, on the destination's clock from its common start; -1 "
-            "if the destination cannot tell or it did not arrive."),
+            "When the last byte arrived, on the destination's clock from its own common start "
+            "(negative when it arrived before the destination's start: the processes leave the "
+            "barrier up to a control-network delay apart); -1 when not `received`."),
+      field("received", &MessageRow::received, "0/1",
+            "1 if the destination saw the last byte (a TCP receiver does; an RDMA WRITE's "
+            "destination cannot tell, 0)."),
       field("completed", &MessageRow::completed, "0/1", "1 if completed before the deadline."),
   };
 }

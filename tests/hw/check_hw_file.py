@@ -28,7 +28,7 @@ with h5py.File(hw_path, "r") as hw, h5py.File(sim_path, "r") as sim:
     for f in flows:
         part = messages[messages["flow"] == f["id"]]
         assert part["bytes"].sum() == f["size_bytes"], (f["id"], part["bytes"].sum())
-        assert (part["completed"] == 1).all()
+        assert (part["completed"] == 1).all() and (part["received"] == 1).all()
         assert f["finish_ps"] == part["completed_ns"].max() * 1000
     for q in qps:
         assert q["bytes_sent"] == messages[messages["connection"] == q["connection"]]["bytes"].sum()
