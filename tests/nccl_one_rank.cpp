@@ -1,7 +1,7 @@
 // A scenario's collective generators run through NCCL as a job of one rank (a control group of
-// one, in process), or of N ranks joined over the real control group on loopback: the refusal
-// without a GPU, tested on every build machine, and a real one-GPU run where a GPU is at hand
-// (tests/CMakeLists.txt, hwobs block).
+// one, in process: tests/in_process_control.h), or of N ranks joined over the real control group on
+// loopback: the refusal without a GPU, tested on every build machine, and a real one-GPU run where
+// a GPU is at hand (tests/CMakeLists.txt, hwobs block).
 //   nccl_one_rank --expect-no-gpu             exit 77 (skip) when a CUDA device exists
 //   nccl_one_rank --ranks-without-gpu N       N ranks joined over the real control group on
 //                                             localhost, each refused on every rank at once
@@ -15,30 +15,13 @@
 #include <vector>
 
 #include "hw/nccl/nccl_collectives.h"
+#include "in_process_control.h"
 #include "sim/scenario_file.h"
 
 using namespace fabtwin;
 using namespace fabtwin::hw;
 
 namespace {
-
-// The control group of a job of one process: every collective call returns its own bytes.
-class SoleProcess : public ControlGroup {
- public:
-  int rank() const override { return 0; }
-  int ranks() const override { return 1; }
-  uint16_t bound_port() const override { return 0; }
-  void barrier() override {}
-  std::vector<unsigned char> broadcast(const std::vector<unsigned char>& bytes, int) override {
-    return bytes;
-  }
-  std::vector<std::vector<unsigned char>> allgather(const std::vector<unsigned char>& b) override {
-    return {b};
-  }
-  std::vector<std::vector<unsigned char>> gather(const std::vector<unsigned char>& b) override {
-    return {b};
-  }
-};
 
 // N ranks (threads) join one control group over loopback and run the collectives; without a
 // GPU every rank must stop with the reasons of all ranks, none left waiting. Returns 2 when each
@@ -131,7 +114,7 @@ int main(int argc, char** argv) {
       if (args[i] == "--set") sets.push_back(args[i + 1]);
     }
     const FabricSpec spec = FabricSpec::resolve(load_scenario(args[0], sets));
-    SoleProcess group;
+    test::InProcessControl group(std::make_shared<test::InProcessHub>(1), 0);
     const CollectiveMeasurement m = run_nccl_collectives(spec, group, NcclRunSettings{});
     std::cout << "NCCL " << m.nccl_version << ", network " << m.network << "\n";
     for (const CollectiveRow& r : m.rows) {
