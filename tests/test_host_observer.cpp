@@ -2,14 +2,20 @@
 // in the two ecn/ layouts, see tests/data/observe/README.md) and on this machine's own network
 // interfaces: every counter family, wrap-aware deltas, settings, the GPU-NIC matrix, the
 // sampler's period, JSON both ways and the tables.
+#include <linux/dcbnl.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
 
 #include "hw/observe/counter_value.h"
+#include "hw/observe/dcb_settings.h"
 #include "hw/observe/ethtool_stats.h"
 #include "hw/observe/gpu_topology.h"
 #include "hw/observe/host_observer.h"
@@ -360,19 +366,16 @@ TEST_CASE("the sampler takes a snapshot every period while it runs", "[observe]"
   for (const CounterSnapshot& s : obs.snapshots) {
     if (s.phase == "sample") samples.push_back(&s);
   }
-  // One at the start, then one per 25 ms: floor(elapsed / 25) + 1 on time; allow one late.
-  const auto expected = static_cast<size_t>(elapsed_ms / 25) + 1;
+  // One at the start, then one a period after each began: never more than the elapsed time
+  // holds, never closer than the period (a loaded machine only delays them).
   INFO("elapsed " << elapsed_ms << " ms");
-  CHECK(samples.size() <= expected);
-  CHECK(samples.size() + 1 >= expected);
-  CHECK(samples.size() >= 6);
+  CHECK(samples.size() <= static_cast<size_t>(elapsed_ms / 25) + 1);
+  CHECK(samples.size() >= 3);
   for (size_t i = 1; i < samples.size(); ++i) {
-    CHECK(samples[i]->monotonic_raw_ns > samples[i - 1]->monotonic_raw_ns);
+    const double gap_ms = (samples[i]->monotonic_raw_ns - samples[i - 1]->monotonic_raw_ns) / 1e6;
+    CHECK(gap_ms >= 20.0);  // 25 ms less what a preemption between two clock reads may take
     CHECK(samples[i]->values.size() == 50);
   }
-  const double span_ms =
-      (samples.back()->monotonic_raw_ns - samples.front()->monotonic_raw_ns) / 1e6;
-  CHECK(span_ms >= 25.0 * static_cast<double>(samples.size() - 2));
   CHECK(obs.snapshots.front().phase == "before");
   CHECK(obs.snapshots.back().phase == "after");
   CHECK(obs.snapshots.back().realtime_ns > 1'600'000'000LL * 1'000'000'000LL);
@@ -463,4 +466,96 @@ TEST_CASE("the tables: PFC pauses per priority, settings and notes of every rank
   CHECK(pfc_rows == 4);
   CHECK(setting_rows == 2);
   CHECK(note_rows == 2);
+}
+
+namespace {
+
+// A netlink attribute: header, payload, padding to 4 bytes.
+std::vector<unsigned char> attribute(int type, const void* data, size_t size) {
+  nlattr a{};
+  a.nla_type = static_cast<__u16>(type);
+  a.nla_len = static_cast<__u16>(NLA_HDRLEN + size);
+  std::vector<unsigned char> out(NLA_ALIGN(a.nla_len), 0);
+  std::memcpy(out.data(), &a, sizeof a);
+  std::memcpy(out.data() + NLA_HDRLEN, data, size);
+  return out;
+}
+
+std::vector<unsigned char> nested(int type, const std::vector<std::vector<unsigned char>>& parts) {
+  std::vector<unsigned char> all;
+  for (const auto& p : parts) all.insert(all.end(), p.begin(), p.end());
+  return attribute(type | NLA_F_NESTED, all.data(), all.size());
+}
+
+std::vector<unsigned char> message(int type, const void* body, size_t body_size,
+                                   const std::vector<unsigned char>& attributes) {
+  nlmsghdr h{};
+  h.nlmsg_type = static_cast<__u16>(type);
+  h.nlmsg_len = static_cast<__u32>(NLMSG_LENGTH(body_size) + attributes.size());
+  std::vector<unsigned char> out(NLMSG_ALIGN(NLMSG_LENGTH(body_size)), 0);
+  std::memcpy(out.data(), &h, sizeof h);
+  std::memcpy(out.data() + NLMSG_HDRLEN, body, body_size);
+  out.insert(out.end(), attributes.begin(), attributes.end());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("DCB netlink: PFC enablement, ETS, DSCP trust from the kernel's reply", "[observe]") {
+  ieee_pfc pfc{};
+  pfc.pfc_cap = 8;
+  pfc.pfc_en = 1 << 3;
+  ieee_ets ets{};
+  for (int p = 0; p < 8; ++p) {
+    ets.prio_tc[p] = static_cast<__u8>(p);
+    ets.tc_tsa[p] = p < 4 ? IEEE_8021QAZ_TSA_ETS : IEEE_8021QAZ_TSA_STRICT;
+    ets.tc_tx_bw[p] = p < 4 ? 25 : 0;
+  }
+  const dcb_app apps[] = {{IEEE_8021QAZ_APP_SEL_DSCP, 3, 26},
+                          {IEEE_8021QAZ_APP_SEL_DSCP, 6, 48},
+                          {IEEE_8021QAZ_APP_SEL_DSCP, 3, 24},
+                          {IEEE_8021QAZ_APP_SEL_ETHERTYPE, 4, 0x8915}};
+  std::vector<std::vector<unsigned char>> table;
+  for (const dcb_app& a : apps) table.push_back(attribute(DCB_ATTR_IEEE_APP, &a, sizeof a));
+  const __u8 dcbx = DCB_CAP_DCBX_HOST | DCB_CAP_DCBX_VER_IEEE;
+  std::vector<unsigned char> attrs = attribute(DCB_ATTR_IFNAME, "ens1f0np0", 10);
+  const auto ieee = nested(DCB_ATTR_IEEE, {attribute(DCB_ATTR_IEEE_ETS, &ets, sizeof ets),
+                                           attribute(DCB_ATTR_IEEE_PFC, &pfc, sizeof pfc),
+                                           nested(DCB_ATTR_IEEE_APP_TABLE, table)});
+  attrs.insert(attrs.end(), ieee.begin(), ieee.end());
+  const auto d = attribute(DCB_ATTR_DCBX, &dcbx, 1);
+  attrs.insert(attrs.end(), d.begin(), d.end());
+  dcbmsg body{};
+  body.cmd = DCB_CMD_IEEE_GET;
+  const std::vector<unsigned char> reply = message(RTM_GETDCB, &body, sizeof body, attrs);
+  const std::vector<HostSetting> s =
+      dcb_settings_from_reply(reply.data(), reply.size(), "ens1f0np0");
+  CHECK(setting(s, "dcb/dcbx") == "host,ieee");
+  CHECK(setting(s, "dcb/pfc_enabled") == "3");
+  CHECK(setting(s, "dcb/pfc_cap") == "8");
+  CHECK(setting(s, "dcb/ets/prio_tc") == "0,1,2,3,4,5,6,7");
+  CHECK(setting(s, "dcb/ets/tc_tx_bw") == "25,25,25,25,0,0,0,0");
+  CHECK(setting(s, "dcb/ets/tc_tsa") == "ets,ets,ets,ets,strict,strict,strict,strict");
+  CHECK(setting(s, "dcb/trust") == "dscp");
+  CHECK(setting(s, "dcb/dscp2prio") == "prio:3 dscp:26,24 prio:6 dscp:48");
+
+  // A cut message and the kernel's refusal are named.
+  CHECK_THROWS_WITH(dcb_settings_from_reply(reply.data(), reply.size() - 8, "ens1f0np0"),
+                    Catch::Contains("header says"));
+  nlmsgerr e{};
+  e.error = -EOPNOTSUPP;
+  const std::vector<unsigned char> refusal = message(NLMSG_ERROR, &e, sizeof e, {});
+  CHECK_THROWS_WITH(
+      dcb_settings_from_reply(refusal.data(), refusal.size(), "eth0"),
+      Catch::Contains("DCB settings of eth0 not read: its driver has no DCB support"));
+  // This machine's interfaces: settings, or a refusal naming the interface; never a crash.
+  for (const std::string& netdev : std::vector<std::string>{"lo", "eth0"}) {
+    if (!fs::exists(fs::path("/sys/class/net") / netdev)) continue;
+    try {
+      read_dcb_settings(netdev);
+    } catch (const ObserveError& err) {
+      CHECK_THAT(err.what(), Catch::Contains("DCB settings of " + netdev + " not read"));
+    }
+  }
+  CHECK_THROWS_WITH(read_dcb_settings("fabtwin-none0"), Catch::Contains("no such interface"));
 }

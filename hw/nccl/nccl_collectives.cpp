@@ -74,9 +74,9 @@ void agree(ControlGroup& group, const std::string& step, const std::string& erro
   const auto all = group.allgather(bytes_of(error));
   std::string failed;
   for (size_t r = 0; r < all.size(); ++r) {
-    if (!all[r].empty())
-      failed +=
-          (failed.empty() ? "" : "; ") + ("rank " + std::to_string(r) + ": " + text_of(all[r]));
+    if (all[r].empty()) continue;
+    if (!failed.empty()) failed += "; ";
+    failed += "rank " + std::to_string(r) + ": " + text_of(all[r]);
   }
   if (!failed.empty()) throw NcclRunError(step + ": " + failed);
 }

@@ -4,7 +4,8 @@
 // iterations, then (after a barrier) a host steady clock around its timed iterations' launches
 // and the stream's completion; the per-rank times gathered to rank 0 and averaged, algbw and
 // busbw as nccl-tests computes them; NCCL's algorithm, protocol and channels read from its
-// debug output (NCCL_DEBUG=INFO written to a file). docs/hardware.md, "NCCL collectives".
+// debug output (NCCL_DEBUG=INFO written to a file). docs/hardware.md, "NCCL collectives";
+// docs/references.md §10.7.
 #pragma once
 
 #include <chrono>

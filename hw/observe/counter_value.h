@@ -1,6 +1,6 @@
 // One reading of one hardware counter, and the difference of two readings of it. The mlx5
 // queue counters under hw_counters/ are read by the kernel as 32-bit values and wrap at 2^32
-// (docs/references.md §5.1); the congestion counters, the port counters under counters/ and the
+// (docs/references.md §10.3); the congestion counters, the port counters under counters/ and the
 // ethtool statistics are 64-bit. A smaller second reading of a 64-bit counter means it was
 // cleared between the readings.
 #pragma once

@@ -4,7 +4,7 @@
 // PFC statistics: rx_prio{p}_pause and tx_prio{p}_pause (pause frames),
 // rx_prio{p}_pause_duration and tx_prio{p}_pause_duration (µs paused), rx_prio{p}_pause_transition
 // (XOFF to XON), present only for the priorities with PFC enabled, and the port's discard,
-// buffer and pause-storm counters (docs/references.md §5.2).
+// buffer and pause-storm counters (docs/references.md §10.4).
 #pragma once
 
 #include <optional>

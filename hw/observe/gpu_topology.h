@@ -2,7 +2,7 @@
 // link kinds between every pair of devices (X self, NV# bonded NVLinks, PIX at most one PCIe
 // bridge, PXB several bridges, PHB through a host bridge, NODE between host bridges of one NUMA
 // node, SYS across NUMA nodes), each GPU's CPU and NUMA affinity, and the NIC legend that names
-// NICn's RDMA device (docs/references.md §5.4).
+// NICn's RDMA device (docs/references.md §10.6).
 #pragma once
 
 #include <map>

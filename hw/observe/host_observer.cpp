@@ -9,6 +9,7 @@
 #include <set>
 #include <tuple>
 
+#include "hw/observe/dcb_settings.h"
 #include "hw/observe/ethtool_stats.h"
 #include "hw/observe/gpu_topology.h"
 #include "hw/observe/sysfs_counters.h"
@@ -116,6 +117,12 @@ void HostObserver::before() {
     const std::vector<HostSetting> n =
         read_netdev_settings(config_.sysfs_root, config_.netdev, notes);
     settings.insert(settings.end(), n.begin(), n.end());
+    try {
+      const std::vector<HostSetting> dcb = read_dcb_settings(config_.netdev);
+      settings.insert(settings.end(), dcb.begin(), dcb.end());
+    } catch (const ObserveError& e) {
+      notes.push_back(e.what());
+    }
   }
   if (!config_.gpu_topology_command.empty()) {
     const auto [text, status] = command_output(config_.gpu_topology_command);
@@ -149,14 +156,16 @@ void HostObserver::before() {
 }
 
 void HostObserver::sample_loop() {
-  const auto start = std::chrono::steady_clock::now();
-  for (int64_t k = 0;; ++k) {
+  // Each snapshot one period after the previous one began: a late wake-up (a loaded host)
+  // delays the next one instead of making it up with a burst, so snapshots are never closer
+  // than the period.
+  auto next = std::chrono::steady_clock::now();
+  for (;;) {
     {
       std::unique_lock lock(mutex_);
-      if (wake_.wait_until(lock, start + k * config_.sample_period, [&] { return !sampling_; })) {
-        return;
-      }
+      if (wake_.wait_until(lock, next, [&] { return !sampling_; })) return;
     }
+    next = std::chrono::steady_clock::now() + config_.sample_period;
     std::vector<std::string> notes;
     CounterSnapshot s = snapshot("sample", notes);
     const std::lock_guard lock(mutex_);

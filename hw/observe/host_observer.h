@@ -2,8 +2,8 @@
 // (sysfs hw_counters/ and counters/) and its network interface's ethtool statistics before the
 // run, sampled during it by a thread at a fixed period, and after it, each reading stamped with
 // CLOCK_MONOTONIC_RAW and CLOCK_REALTIME; and its settings (firmware, PCIe link, NUMA node,
-// DCQCN, QoS, GPU-NIC affinity, driver versions) before it. Rank 0 gathers every rank's
-// Observation over the control group as JSON and writes the tables of
+// DCQCN, QoS, PFC and ETS from DCB netlink, GPU-NIC affinity, driver versions) before it. Rank 0
+// gathers every rank's Observation over the control group as JSON and writes the tables of
 // for_each_observation_table into the run's HDF5 file (docs/hardware.md, "What is read, never
 // written").
 #pragma once
@@ -71,7 +71,7 @@ class HostObserver {
   HostObserver& operator=(const HostObserver&) = delete;
 
   void before();          // settings and the first counter snapshot
-  void start_sampling();  // a thread takes a snapshot now and every sample_period
+  void start_sampling();  // a thread takes a snapshot now, then one a period after each began
   void stop_sampling();   // joins it; a no-op when not sampling
   void after();           // stops sampling, takes the last snapshot
   Observation take();     // what was read; the observer is empty afterwards

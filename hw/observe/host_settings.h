@@ -3,7 +3,7 @@
 // its NUMA node, the driver versions, the DCQCN parameters (MLNX_OFED's
 // /sys/class/net/IF/ecn/ in both of its layouts, and the upstream driver's debugfs cc_params),
 // the QoS trust and DSCP-to-priority map (OFED's /sys/class/net/IF/qos/) (docs/references.md
-// §5.2-5.4). Everything is read under a sysfs root so tests read fixture trees.
+// §10.5-10.6). Everything is read under a sysfs root so tests read fixture trees.
 #pragma once
 
 #include <filesystem>

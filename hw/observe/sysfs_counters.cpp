@@ -19,7 +19,10 @@ fs::path rdma_port_dir(const fs::path& sysfs_root, const std::string& device, in
   if (device.empty() || !fs::is_directory(dev, ec)) {
     const std::vector<std::string> present = rdma_devices(sysfs_root);
     std::string list;
-    for (const std::string& d : present) list += (list.empty() ? "" : ", ") + d;
+    for (const std::string& d : present) {
+      if (!list.empty()) list += ", ";
+      list += d;
+    }
     throw ObserveError("no RDMA device '" + device + "' under " +
                        (sysfs_root / "class" / "infiniband").string() +
                        (present.empty() ? std::string(" (no RDMA device there at all)")
@@ -28,7 +31,10 @@ fs::path rdma_port_dir(const fs::path& sysfs_root, const std::string& device, in
   const fs::path dir = dev / "ports" / std::to_string(port);
   if (!fs::is_directory(dir, ec)) {
     std::string list;
-    for (const std::string& p : entry_names(dev / "ports")) list += (list.empty() ? "" : ", ") + p;
+    for (const std::string& p : entry_names(dev / "ports")) {
+      if (!list.empty()) list += ", ";
+      list += p;
+    }
     throw ObserveError("RDMA device '" + device + "' has no port " + std::to_string(port) + " (" +
                        dir.string() +
                        " missing; ports: " + (list.empty() ? std::string("none") : list) + ")");

@@ -3,7 +3,7 @@
 // counters: np_cnp_sent, rp_cnp_handled, np_ecn_marked_roce_packets, out_of_sequence,
 // packet_seq_err, local_ack_timeout_err, ...) and counters/ (port_xmit_data, port_rcv_data in
 // units of 4 bytes, port_xmit_wait, ...), names as the kernel gives them (docs/references.md
-// §5.1). The sysfs root is a parameter so tests read fixture trees.
+// §10.3). The sysfs root is a parameter so tests read fixture trees.
 #pragma once
 
 #include <filesystem>

@@ -1,5 +1,5 @@
 // RoCE GID index auto-selection, scored the way perftest scores a port's GID table
-// (docs/references.md §hw.verbs): +100 when the entry's address family is the one wanted (IPv4:
+// (docs/references.md §10.9): +100 when the entry's address family is the one wanted (IPv4:
 // an IPv4-mapped GID), +10 when it is not link-local (fe80::/10), +2 for RoCE v2, +1 for RoCE v1;
 // the highest score wins, the lowest index among equals. With IPv4 wanted, a RoCE v2 IPv4 entry
 // scores 112 and is chosen over its RoCE v1 twin (111) and the link-local entries (100, 101).

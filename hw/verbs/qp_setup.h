@@ -1,5 +1,5 @@
 // Bringing an RC queue pair from RESET to RTS, with the attributes perftest and NCCL use
-// (docs/references.md §hw.verbs): INIT (port, P_Key index 0, the remote access the peer needs),
+// (docs/references.md §10.8): INIT (port, P_Key index 0, the remote access the peer needs),
 // RTR (the peer's QPN, its first PSN, the path MTU, the GRH to the peer's GID with our GID index,
 // traffic class and hop limit 255, the SL, one outstanding RDMA read, RNR timer 12), RTS (our
 // first PSN, ACK timeout 14, retry count 7, RNR retry 7).
