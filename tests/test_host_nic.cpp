@@ -528,3 +528,100 @@ TEST_CASE("nic: out-of-order placement NAKs a hole nak_delay after it opened", "
   CHECK(r.naks_sent == 1);
   CHECK(r.max_reorder_depth == 2);
 }
+
+TEST_CASE("nic: a SEND's first frame has no RETH, and an RNR NAK holds it for min_rnr_timer",
+          "[nic][send]") {
+  NicConfig c = base_config();
+  c.min_rnr_timer = microseconds(640);
+  NicBench b(c);
+  const uint32_t qp =
+      b.nic->add_send_qp({0, 0, 1, Bytes{4096 + 100}, microseconds(1), 0, 0, Verb::Send});
+  b.nic->connect_send_qp(qp, 0);
+  b.nic->begin();
+  // The responder had no receive WQE for the first packet: RNR NAK, resend from PSN 0.
+  b.peer->ack(microseconds(3), PacketType::RnrNak, 0);
+  b.peer->ack(microseconds(700), PacketType::Ack, 2);
+  b.sim.run(microseconds(1000));
+
+  const std::vector<Seen> data = b.peer->of(PacketType::Data);
+  REQUIRE(data.size() == 4);
+  CHECK(data[0].frame == kFullFrame);  // a WRITE's would be kFirstFrame, 16 B longer
+  CHECK(data[1].frame == 62 + 100);
+  // Both packets were on the wire before the NAK; the resend waits out the RNR timer.
+  CHECK(data[2].psn == 0);
+  CHECK(data[2].time == microseconds(3) + microseconds(640) + wire(kFullFrame) + kDelay);
+  CHECK(data[3].psn == 1);
+  const FlowRecord r = b.record();
+  CHECK(r.completed);
+  CHECK(r.finish == microseconds(700));
+  CHECK(r.packets_retransmitted == 2);
+}
+
+TEST_CASE("nic: SENDs take receive WQEs, and one that finds none is answered with an RNR NAK",
+          "[nic][send]") {
+  NicConfig c = base_config();
+  c.receive_queue_depth = 1;
+  c.receive_repost_delay = microseconds(10);
+  NicBench b(c);
+  // Two SEND flows from host 1 (one packet each), responder QPs 0 and 1, and a WRITE, QP 2.
+  b.nic->add_receive_qp({0, 1, 0, Bytes{1000}, Time{}, 0, 0, Verb::Send}, 7);
+  b.nic->add_receive_qp({1, 1, 0, Bytes{2000}, Time{}, 0, 0, Verb::Send}, 8);
+  b.nic->add_receive_qp({2, 1, 0, Bytes{1000}, Time{}, 0, 0, Verb::Write}, 9);
+  b.nic->begin();
+  const auto data = [&](Time at, uint32_t receiver_qp, uint32_t psn, int payload) {
+    Packet* p = b.peer->make(PacketType::Data);
+    p->psn = psn;
+    p->payload = payload;
+    p->frame = 62 + payload;
+    p->sender_qp = 7 + receiver_qp;
+    p->receiver_qp = receiver_qp;
+    b.peer->inject(at, p);
+  };
+  data(microseconds(1), 0, 0, 1000);   // takes the one WQE; reposted at 11 us
+  data(microseconds(2), 1, 0, 1000);   // none posted: RNR NAK
+  data(microseconds(3), 1, 1, 1000);   // behind the RNR NAK: dropped, no NAK of its own
+  data(microseconds(4), 2, 0, 1000);   // a WRITE needs no WQE
+  data(microseconds(12), 1, 0, 1000);  // after the repost: accepted
+  data(microseconds(13), 1, 1, 1000);
+  b.sim.run(microseconds(100));
+
+  std::vector<Seen> replies;
+  for (const Seen& s : b.peer->seen) {
+    if (s.type != PacketType::Data) replies.push_back(s);
+  }
+  REQUIRE(replies.size() == 5);
+  CHECK(replies[0].type == PacketType::Ack);
+  CHECK(replies[0].sender_qp == 7);
+  CHECK(replies[1].type == PacketType::RnrNak);
+  CHECK(replies[1].sender_qp == 8);
+  CHECK(replies[1].psn == 0);  // send again from PSN 0
+  CHECK(replies[1].frame == kAckFrame);
+  CHECK(replies[2].type == PacketType::Ack);
+  CHECK(replies[2].sender_qp == 9);
+  CHECK(replies[3].type == PacketType::Ack);
+  CHECK(replies[3].psn == 1);
+  CHECK(replies[4].type == PacketType::Ack);
+  CHECK(replies[4].psn == 2);
+
+  std::vector<FlowRecord> records(3);
+  b.nic->collect(records);
+  CHECK(records[0].rnr_naks == 0);
+  CHECK(records[1].rnr_naks == 1);
+  CHECK(records[1].out_of_sequence == 1);
+  CHECK(records[1].naks_sent == 0);
+  CHECK(records[1].bytes_received == 2000);
+  CHECK(records[2].rnr_naks == 0);
+}
+
+TEST_CASE("nic: a receive queue holds its depth and is reposted up to it", "[nic][send]") {
+  ReceiveQueue q = ReceiveQueue::full(2);
+  CHECK(q.take());
+  CHECK(q.take());
+  CHECK_FALSE(q.take());
+  q.repost();
+  CHECK(q.take());
+  q.repost();
+  q.repost();
+  q.repost();  // never more than the depth
+  CHECK(q.posted == 2);
+}

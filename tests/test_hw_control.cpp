@@ -211,6 +211,24 @@ TEST_CASE("a 4-rank control group runs barrier, broadcast, allgather and gather"
   }
 }
 
+TEST_CASE("ranks that call different collectives stop with a clear error", "[hw-control]") {
+  RootThread root(group_config(0, 2));
+  ControlConfig c = group_config(1, 2);
+  c.root_port = root.bound;
+  c.call_deadline = 300ms;
+  auto other = std::async(std::launch::async, [c] { return ControlGroup::join(c); });
+  auto group0 = root.group.get();
+  auto group1 = other.get();
+  auto barrier =
+      std::async(std::launch::async, [&] { return refusal([&] { group1->barrier(); }); });
+  const std::string at_root = refusal([&] { group0->gather(bytes_of("x")); });
+  INFO(at_root);
+  CHECK(at_root.find("rank 1 (127.0.0.1:") == 0);
+  CHECK(at_root.find("called barrier (root 0) where this rank called gather (root 0)") !=
+        std::string::npos);
+  CHECK_FALSE(barrier.get().empty());  // rank 1 waits for an answer that never comes
+}
+
 TEST_CASE("a wrong job token is refused on both sides", "[hw-control]") {
   RootThread root(group_config(0, 2));
   ControlConfig c = group_config(1, 2);

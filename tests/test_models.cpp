@@ -230,6 +230,28 @@ TEST_CASE("traffic generators make the flows they promise", "[traffic]") {
   CHECK(listed[1].src == 7);
 }
 
+TEST_CASE("every traffic generator takes a verb, write by default", "[traffic][send]") {
+  for (const std::string g :
+       {R"({"type": "permutation", "size": "1MB")", R"({"type": "incast", "size": "1KB")",
+        R"({"type": "all_to_all", "size": "1KB")",
+        R"({"type": "flows", "flows": [{"src": 0, "dst": 1, "size": "1KB"}])",
+        R"({"type": "poisson", "load": 0.5, "duration": "1ms")"}) {
+    INFO(g);
+    const auto writes = traffic(g + "}", 4);
+    const auto sends = traffic(g + R"(, "verb": "send"})", 4);
+    REQUIRE(!writes.empty());
+    REQUIRE(writes.size() == sends.size());
+    for (size_t i = 0; i < writes.size(); ++i) {
+      CHECK(writes[i].verb == Verb::Write);
+      CHECK(sends[i].verb == Verb::Send);
+      CHECK(sends[i].dst == writes[i].dst);  // the verb changes nothing else
+      CHECK(sends[i].size == writes[i].size);
+    }
+  }
+  CHECK_THROWS_WITH(traffic(R"({"type": "incast", "size": "1KB", "verb": "read"})"),
+                    Catch::Contains("traffic[0].verb") && Catch::Contains("read"));
+}
+
 TEST_CASE("Poisson arrivals offer the requested load", "[traffic]") {
   const auto flows =
       traffic(R"({"type": "poisson", "cdf": "websearch", "load": 0.5, "duration": "20ms"})", 16);

@@ -157,3 +157,22 @@ TEST_CASE("golden regression runs reproduce their stored results", "[run][golden
   }
   CHECK(checked >= 2);
 }
+
+// A SEND differs from a WRITE on the wire by the 16-byte RETH of the first packet only. A
+// 100 KB message over one switch at 100 Gb/s completes 16 B x 80 ps sooner per link: the switch
+// starts each later packet only when the longer first one has left, so the 16 B delay the
+// whole train on both links, as they delay a one-packet message.
+TEST_CASE("a multi-packet SEND completes one RETH's serialization before the WRITE",
+          "[run][send]") {
+  const auto fct = [](const std::string& verb) {
+    Fabric fabric(
+        load_scenario(fs::path(FABTWIN_SOURCE_DIR) / "scenarios/validate/link_timing.json",
+                      {"traffic[0].flows[0].size=100KB", "traffic[0].verb=" + verb}));
+    const RunResult r = fabric.run();
+    REQUIRE(r.flows.size() == 1);
+    REQUIRE(r.flows[0].completed);
+    CHECK(r.flows[0].rnr_naks == 0);
+    return r.flows[0].fct();
+  };
+  CHECK(fct("write") - fct("send") == Time{2 * 16 * 80});
+}

@@ -166,6 +166,7 @@ nlohmann::json honest_peer(const nlohmann::json& mine) {
   nlohmann::json peer;
   peer["rank"] = 1;
   peer["gid"] = "0000:0000:0000:0000:0000:ffff:0a00:0002";
+  peer["gid_type"] = "RoCE v2";
   peer["ends"] = nlohmann::json::array();
   for (const auto& e : mine["ends"]) {
     nlohmann::json p = e;
@@ -341,6 +342,11 @@ TEST_CASE("verbs transport: every peer field is checked before use", "[verbs_tra
                     Catch::Contains("field addr+len") && Catch::Contains("does not wrap around"));
   CHECK_THROWS_WITH(attempt([](nlohmann::json& p) { p["gid"] = "10.0.0.2"; }),
                     Catch::Contains("field gid"));
+  CHECK_THROWS_WITH(
+      attempt([](nlohmann::json& p) { p["gid_type"] = "RoCE v1"; }),
+      Catch::Contains("field gid_type: expected RoCE v2") && Catch::Contains("found RoCE v1"));
+  CHECK_THROWS_WITH(attempt([](nlohmann::json& p) { p.erase("gid_type"); }),
+                    Catch::Contains("field gid_type: expected a string, found nothing"));
   CHECK_THROWS_WITH(attempt([](nlohmann::json& p) { p["gid"] = "::"; }),
                     Catch::Contains("zero GID"));
   CHECK_THROWS_WITH(attempt([](nlohmann::json& p) { p["rank"] = 0; }),

@@ -81,6 +81,7 @@ struct PeerEnd {
 
 struct PeerDescriptor {
   Gid gid;
+  std::string gid_type;                                      // "RoCE v2", ...
   std::map<std::pair<uint32_t, std::string>, PeerEnd> ends;  // (connection, role)
 };
 
@@ -118,6 +119,11 @@ PeerDescriptor parse_descriptor(const std::vector<unsigned char>& bytes, int ran
     throw ControlError("peer rank " + std::to_string(rank) +
                        ": field gid: expected a GID, "
                        "found the zero GID");
+  if (!j.contains("gid_type") || !j["gid_type"].is_string())
+    throw ControlError("peer rank " + std::to_string(rank) +
+                       ": field gid_type: expected a string, found " +
+                       (j.contains("gid_type") ? j["gid_type"].dump() : "nothing"));
+  d.gid_type = j["gid_type"].get<std::string>();
   for (const nlohmann::json& e : j["ends"]) {
     if (!e.is_object() || !e.contains("connection") || !e["connection"].is_number_unsigned() ||
         !e.contains("role") || !e["role"].is_string())
@@ -357,6 +363,7 @@ void VerbsTransport::exchange_and_connect(const Plan& plan, ControlGroup& contro
   nlohmann::json mine;
   mine["rank"] = rank_;
   mine["gid"] = gid_.gid.to_string();
+  mine["gid_type"] = to_string(gid_.type);
   mine["ends"] = nlohmann::json::array();
   for (const End& e : ends_) {
     nlohmann::json j;
@@ -380,7 +387,15 @@ void VerbsTransport::exchange_and_connect(const Plan& plan, ControlGroup& contro
     if (peer_rank < 0 || peer_rank >= static_cast<int>(all.size()))
       throw ControlError("connection " + std::to_string(e.connection->id) + ": peer rank " +
                          std::to_string(peer_rank) + " is not in the group");
-    if (!peers.count(peer_rank)) peers[peer_rank] = parse_descriptor(all[peer_rank], peer_rank);
+    if (!peers.count(peer_rank)) {
+      peers[peer_rank] = parse_descriptor(all[peer_rank], peer_rank);
+      // Both ends must speak the same RoCE version, or no packet is ever acknowledged.
+      if (peers[peer_rank].gid_type != to_string(gid_.type))
+        throw ControlError("peer rank " + std::to_string(peer_rank) +
+                           ": field gid_type: expected " + to_string(gid_.type) +
+                           " (this end's GID), found " + peers[peer_rank].gid_type +
+                           " (set hw.gid_index to entries of the same RoCE version)");
+    }
     const PeerDescriptor& peer = peers[peer_rank];
     const std::string peer_role = e.role == Role::Source ? "dst" : "src";
     auto it = peer.ends.find({e.connection->id, peer_role});

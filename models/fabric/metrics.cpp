@@ -737,6 +737,10 @@ std::vector<Metric> build_catalogue() {
                     receiver(&FlowRecord::out_of_sequence)));
   c.push_back(total("naks_sent", "NAKs", "Sequence-error NAKs the flows' receivers sent.",
                     receiver(&FlowRecord::naks_sent)));
+  c.push_back(total("rnr_naks", "NAKs",
+                    "Receiver-not-ready NAKs the flows' receivers answered to SENDs that found no "
+                    "receive WQE posted.",
+                    receiver(&FlowRecord::rnr_naks)));
   c.push_back(total("sacks_sent", "SACKs", "SACKs the flows' receivers sent (selective repeat).",
                     receiver(&FlowRecord::sacks_sent)));
   c.push_back(total("duplicates", "packets",

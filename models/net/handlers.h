@@ -49,6 +49,7 @@ enum : uint32_t {
   kRxPauseRefresh = 12,  // re-send XOFF while the receive buffer stays full
   kCcTimer = 13,         // data = requester QP whose congestion control asked for a callback
   kLinkState = 14,       // data = 1 up / 0 down (the NIC's one link)
+  kReceiveRepost = 15,   // data = receive queue: the application posts a receive WQE again
   kAckTimeout = kBackgroundHandler | 8,  // data = requester QP
   kRateSample = kBackgroundHandler | 9,
   kWatchdog = kBackgroundHandler | 10,   // the PFC watchdog polls the NIC's send queues
@@ -87,6 +88,7 @@ inline constexpr uint32_t kHostNic[] = {kPacketArrival,
                                         nic_handler::kRxPauseRefresh,
                                         nic_handler::kCcTimer,
                                         nic_handler::kLinkState,
+                                        nic_handler::kReceiveRepost,
                                         nic_handler::kAckTimeout,
                                         nic_handler::kRateSample,
                                         nic_handler::kWatchdog,

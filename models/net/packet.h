@@ -11,7 +11,7 @@ namespace fabtwin {
 
 // Sack: a selective acknowledgement (nic.receiver selective_repeat): an ACK of the cumulative
 // PSN that also names one PSN received out of order.
-enum class PacketType : uint8_t { Data, Ack, Nak, Cnp, Pause, Sack };
+enum class PacketType : uint8_t { Data, Ack, Nak, Cnp, Pause, Sack, RnrNak };
 
 // ECN codepoint of the IP header (RFC 3168).
 enum class Ecn : uint8_t { NotEct = 0, Ect1 = 1, Ect0 = 2, Ce = 3 };

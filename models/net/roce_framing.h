@@ -9,7 +9,8 @@ namespace fabtwin::roce {
 inline constexpr int kEthernetBytes = 14 + 4;
 // Ethernet 14 + IPv4 20 + UDP 8 + InfiniBand BTH 12 + ICRC 4 + FCS 4 (no VLAN tag).
 inline constexpr int kHeaderBytes = 14 + 20 + 8 + 12 + 4 + 4;
-// RETH (16 B) on the first packet of an RDMA WRITE carries the remote address and length.
+// RETH (16 B) on the first packet of an RDMA WRITE carries the remote address and length; a
+// SEND has none (the responder places it where its receive WQE points).
 inline constexpr int kRethBytes = 16;
 // AETH (4 B) on ACK and NAK packets.
 inline constexpr int kAethBytes = 4;
@@ -18,7 +19,8 @@ inline constexpr int kWireGapBytes = 8 + 12;
 // Smallest Ethernet frame (including FCS).
 inline constexpr int kMinFrameBytes = 64;
 
-// Frame bytes of a data packet carrying `payload` bytes.
+// Frame bytes of a data packet carrying `payload` bytes (`first_of_message`: of a WRITE, with
+// its RETH).
 constexpr int data_frame(int payload, bool first_of_message) {
   return kHeaderBytes + payload + (first_of_message ? kRethBytes : 0);
 }

@@ -138,6 +138,26 @@ const NicParams kNicParams{
         NicParams::custom({"cc", ParamType::List, "{}",
                            "congestion control; see nic.cc (fabtwin describe cc)", "fabtwin"},
                           [](ParamReader& r, NicConfig&) { r.raw("cc"); }),  // read_cc_config
+        NicParams::field(&NicConfig::receive_queue_depth,
+                         {"receive_queue_depth", ParamType::Integer, "512",
+                          "SEND: receive WQEs the application keeps posted on each queue pair "
+                          "(one queue per source host at each destination); a SEND that finds "
+                          "none is answered with an RNR NAK",
+                          "perftest's default receive depth for SEND (DEF_RX_SEND 512, "
+                          "docs/references.md §10.12)",
+                          "1.."}),
+        NicParams::field(&NicConfig::receive_repost_delay,
+                         {"receive_repost_delay", ParamType::Time, "\"1us\"",
+                          "SEND: time from a receive completion to the application posting that "
+                          "WQE again (polling the completion queue and ibv_post_recv)",
+                          "fabtwin; an application that reposts as it polls, as perftest's "
+                          "server loop does"}),
+        NicParams::field(&NicConfig::min_rnr_timer,
+                         {"min_rnr_timer", ParamType::Time, "\"0.64ms\"",
+                          "SEND: the responder's minimum RNR NAK timer; a requester that got an "
+                          "RNR NAK waits this long before sending the SEND again",
+                          "InfiniBand RNR timer encoding 12 = 0.64 ms, what perftest and NCCL set "
+                          "(docs/references.md §10.12)"}),
         NicParams::field(&NicConfig::ack_timeout,
                          {"ack_timeout", ParamType::Time, "\"67.108864ms\"",
                           "requester retransmits go-back-N from the oldest unacknowledged packet "
@@ -151,6 +171,15 @@ const NicParams kNicParams{
         throw ScenarioError(r.path_of("rx_xon"), "expected rx_xon <= rx_xoff, found " +
                                                      format_bytes(Bytes{c.rx_xon}) + " > " +
                                                      format_bytes(Bytes{c.rx_xoff}));
+      }
+      if (c.receive_repost_delay.ps < 0) {
+        throw ScenarioError(
+            r.path_of("receive_repost_delay"),
+            "expected a time of 0 or more, found " + format_time(c.receive_repost_delay));
+      }
+      if (c.min_rnr_timer.ps < 0) {
+        throw ScenarioError(r.path_of("min_rnr_timer"),
+                            "expected a time of 0 or more, found " + format_time(c.min_rnr_timer));
       }
       if (c.ack_timeout.ps <= 0) {
         throw ScenarioError(r.path_of("ack_timeout"),
@@ -240,6 +269,17 @@ uint32_t HostNic::new_receive_qp(const FlowSpec& flow, uint32_t sender_qp) {
   rq.dscp = flow.dscp;
   rq.priority = config_.dscp_to_priority[flow.dscp];
   rq.set_mode(config_.receiver.mode, config_.receiver.window);
+  if (flow.verb == Verb::Send) {
+    const auto at =
+        std::lower_bound(queue_of_.begin(), queue_of_.end(), std::pair<int, int32_t>{flow.src, -1});
+    if (at != queue_of_.end() && at->first == flow.src) {
+      rq.receive_queue = at->second;
+    } else {
+      rq.receive_queue = static_cast<int32_t>(receive_queues_.size());
+      receive_queues_.push_back(ReceiveQueue::full(config_.receive_queue_depth));
+      queue_of_.insert(at, {flow.src, rq.receive_queue});
+    }
+  }
   receive_qps_.push_back(std::move(rq));
   return static_cast<uint32_t>(receive_qps_.size() - 1);
 }
@@ -410,6 +450,9 @@ void HostNic::on_timer(const Event& e) {
       if (rq.hole_timer) schedule_self(now() + config_.receiver.nak_delay, kHoleTimer, e.data);
       break;
     }
+    case kReceiveRepost:
+      receive_queues_[e.data].repost();
+      break;
     case kPacingWake:
       wake_at_ = Time::max();
       pump();
@@ -540,8 +583,8 @@ bool HostNic::send_next_data_packet() {
       ++rotation_next_;
       continue;
     }
-    if (qp.next_send > now()) {
-      earliest = std::min(earliest, qp.next_send);
+    if (const Time ready = std::max(qp.next_send, qp.rnr_until); ready > now()) {
+      earliest = std::min(earliest, ready);
       ++rotation_next_;
       continue;
     }
@@ -655,6 +698,9 @@ void HostNic::on_arrival(uint32_t, Packet* p) {
     case PacketType::Nak:
       on_nak(*p);
       break;
+    case PacketType::RnrNak:
+      on_rnr_nak(*p);
+      break;
     case PacketType::Cnp:
       on_cnp(*p);
       break;
@@ -681,7 +727,16 @@ void HostNic::on_data(Packet* p) {
       notification_point_.on_congestion_experienced(rq.congestion, now())) {
     send_cnp(rq);
   }
+  if (rq.receive_queue >= 0 && !rq.has_wqe) [[unlikely]] {
+    if (!claim_receive_wqe(rq, *p)) return;
+  }
   const ResponderQp::Response r = rq.on_data(*p, now(), config_.ack_every);
+  if (rq.receive_queue >= 0 && !rq.received && rq.expected_psn == rq.packets) [[unlikely]] {
+    // The receive completed: the application posts its WQE again after a while.
+    rq.received = true;
+    schedule_self(now() + config_.receive_repost_delay, kReceiveRepost,
+                  static_cast<uint64_t>(rq.receive_queue));
+  }
   if (r.messages > 0) [[unlikely]] {
     for (uint32_t m = 0; m < r.messages; ++m) {
       notify_host(kNicMessageArrived, rq.flow, r.sequence + uint64_t{m} * rq.lanes);
@@ -691,6 +746,23 @@ void HostNic::on_data(Packet* p) {
   if (r.arm_hole_timer) [[unlikely]] {
     schedule_self(now() + config_.receiver.nak_delay, kHoleTimer, p->receiver_qp);
   }
+}
+
+// A SEND's packet at a responder QP without a receive WQE: its first packet takes one from the
+// receive queue (true), or is answered with an RNR NAK when none is posted; the packets behind
+// it are dropped until it is sent again (counted out of sequence, no NAK of their own).
+bool HostNic::claim_receive_wqe(ResponderQp& rq, const Packet& p) {
+  if (p.psn != rq.expected_psn) {
+    ++rq.counters.out_of_sequence;
+    return false;
+  }
+  if (!receive_queues_[static_cast<size_t>(rq.receive_queue)].take()) {
+    ++rq.rnr_naks;
+    send_reply(PacketType::RnrNak, rq, p.timestamp);
+    return false;
+  }
+  rq.has_wqe = true;
+  return true;
 }
 
 void HostNic::send_cnp(const ResponderQp& rq) {
@@ -792,6 +864,16 @@ void HostNic::on_nak(const Packet& p) {
   pump();
 }
 
+// An RNR NAK: like a NAK it acknowledges what precedes its PSN and rewinds to it, and the QP
+// sends nothing before the responder's minimum RNR timer has passed.
+void HostNic::on_rnr_nak(const Packet& p) {
+  RequesterQp& qp = send_qps_[p.sender_qp];
+  if (!qp.on_nak(p.psn, now(), timeout_of(qp))) return;
+  qp.rnr_until = now() + config_.min_rnr_timer;
+  go_back_to(qp, p.psn);
+  pump();
+}
+
 int64_t HostNic::connection_rate_cuts() const {
   int64_t cuts = 0;
   for (const RequesterQp& qp : send_qps_) {
@@ -824,6 +906,7 @@ void HostNic::collect(std::vector<FlowRecord>& records) const {
     r.sacks_sent = received.sacks_sent;
     r.duplicates = received.duplicates;
     r.max_reorder_depth = received.max_reorder_depth;
+    r.rnr_naks = received.rnr_naks;
     r.rate_cuts = rate_cuts;
   }
   std::vector<bool> seen(records.size(), false);
@@ -836,6 +919,7 @@ void HostNic::collect(std::vector<FlowRecord>& records) const {
       r.last_byte_received = Time{};
       r.cnps_sent = r.out_of_sequence = r.naks_sent = r.sacks_sent = r.duplicates = 0;
       r.max_reorder_depth = 0;
+      r.rnr_naks = 0;
     }
     r.bytes_received += rq.bytes;
     r.last_byte_received = std::max(r.last_byte_received, rq.last_byte);
@@ -845,6 +929,7 @@ void HostNic::collect(std::vector<FlowRecord>& records) const {
     r.sacks_sent += rq.counters.sacks_sent;
     r.duplicates += rq.counters.duplicates;
     r.max_reorder_depth = std::max<int64_t>(r.max_reorder_depth, rq.counters.max_reorder_depth);
+    r.rnr_naks += rq.rnr_naks;
   }
 }
 

@@ -12,6 +12,7 @@
 #include "models/nic/notification_point.h"
 #include "models/nic/queue_pair.h"
 #include "models/nic/receive_buffer.h"
+#include "models/nic/receive_queue.h"
 #include "models/nic/receiver_mode.h"
 #include "models/traffic/flow.h"
 #include "sim/params.h"
@@ -37,6 +38,11 @@ struct NicConfig {
   Time rx_stall_end;
   ReceiverConfig receiver;  // nic.receiver: go-back-N, out-of-order placement or selective repeat
   int qps_per_flow;         // nic.qps_per_flow: a flow's data split over this many QPs
+  // SEND (receive_queue.h): receive WQEs kept posted per queue pair, the application's delay
+  // from a receive completion to posting the WQE again, and the responder's minimum RNR timer.
+  int64_t receive_queue_depth;  // nic.receive_queue_depth
+  Time receive_repost_delay;    // nic.receive_repost_delay
+  Time min_rnr_timer;           // nic.min_rnr_timer
   // From other sections.
   std::array<uint8_t, 64> dscp_to_priority;  // fabric.qos: the fabric's QoS map (trust DSCP)
   int pause_quanta;                          // fabric.pfc.pause_quanta
@@ -142,6 +148,8 @@ class HostNic final : public NetworkNode {
   void on_data(Packet* p);
   void on_ack(const Packet& p);
   void on_nak(const Packet& p);
+  void on_rnr_nak(const Packet& p);
+  bool claim_receive_wqe(ResponderQp& rq, const Packet& p);
   void on_sack(const Packet& p);
   void acknowledged(RequesterQp& qp, uint32_t index);
   void send_reply(PacketType type, ResponderQp& rq, Time echo, uint32_t sacked_psn = 0);
@@ -164,7 +172,9 @@ class HostNic final : public NetworkNode {
   NotificationPoint notification_point_;
   std::vector<RequesterQp> send_qps_;
   std::vector<ResponderQp> receive_qps_;
-  std::vector<uint32_t> start_order_;  // send QPs by (start, flow id)
+  std::vector<ReceiveQueue> receive_queues_;       // SEND: one per source host that sends any
+  std::vector<std::pair<int, int32_t>> queue_of_;  // (source host, receive queue), sorted
+  std::vector<uint32_t> start_order_;              // send QPs by (start, flow id)
   size_t next_start_ = 0;
   std::vector<uint32_t> rotation_;  // active send QPs, served round robin
   size_t rotation_next_ = 0;

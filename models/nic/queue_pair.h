@@ -51,6 +51,7 @@ struct RequesterQp {
   bool timer_scheduled = false;
   Time deadline{};                        // retransmit if no progress by then
   Time next_send{};                       // pacing: earliest time of the next packet
+  Time rnr_until{};                       // SEND: an RNR NAK holds the QP until then
   Time last_sent{};                       // when the last data packet went out
   int last_frame = 0;                     // and its frame bytes
   BitsPerSec rate{};                      // current sending rate (line rate unless a CC lowers it)
@@ -180,6 +181,12 @@ struct ResponderQp {
   uint32_t hole_psn = 0;
   bool hole_timer = false;
   ReceiverCounters counters;
+  // SEND (receive_queue.h): the receive queue its message takes a WQE from, whether it holds
+  // one, whether the receive completed (the WQE's repost is scheduled), and the RNR NAKs sent.
+  int32_t receive_queue = -1;  // -1: a WRITE
+  bool has_wqe = false;
+  bool received = false;
+  int64_t rnr_naks = 0;
 
   // What a data packet asks of the NIC.
   struct Response {
@@ -253,7 +260,7 @@ inline void RequesterQp::write_next_packet(Packet& p, uint32_t index, int host, 
     const int64_t offset = static_cast<int64_t>(psn) * mtu;
     p.payload = static_cast<int32_t>(std::min<int64_t>(mtu, flow.size.count - offset));
   }
-  p.frame = roce::data_frame(p.payload, first);
+  p.frame = roce::data_frame(p.payload, first && flow.verb == Verb::Write);
   p.priority = static_cast<uint8_t>(priority);
   p.dscp = static_cast<uint8_t>(flow.dscp);
   p.ecn = Ecn::Ect0;

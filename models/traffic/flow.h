@@ -1,4 +1,5 @@
-// A flow: one RDMA WRITE message from a source host to a destination host, and what became of it.
+// A flow: one RDMA WRITE or SEND message from a source host to a destination host, and what
+// became of it.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +9,11 @@
 
 namespace fabtwin {
 
+// The RC operation that carries a flow's message. A WRITE's first packet carries a RETH (the
+// remote address and length) and needs no receive WQE; a SEND carries no RETH and consumes a
+// receive WQE at the responder, which answers an RNR NAK when none is posted.
+enum class Verb : uint8_t { Write = 0, Send = 1 };
+
 struct FlowSpec {
   uint32_t id = 0;
   int src = 0;
@@ -16,6 +22,7 @@ struct FlowSpec {
   Time start{};
   int dscp = 26;           // DSCP of its packets; switches and NICs map it to a priority
   uint32_t generator = 0;  // index of the scenario's `traffic` entry that made it
+  Verb verb = Verb::Write;
 
   bool operator==(const FlowSpec&) const = default;
 };
@@ -34,6 +41,9 @@ constexpr auto record_fields(std::type_identity<FlowSpec>) {
       field("start_ps", &FlowSpec::start, "ps", "Time the message was posted at the source."),
       field("generator", &FlowSpec::generator, "",
             "Index of the scenario's `traffic` entry (traffic generator) that made the flow."),
+      field("verb", &FlowSpec::verb, "",
+            "The RC operation carrying the message: 0 = RDMA WRITE, 1 = SEND (the generator's "
+            "`verb`)."),
   };
 }
 
@@ -55,6 +65,7 @@ struct FlowRecord {
   int64_t sacks_sent = 0;
   int64_t duplicates = 0;
   int64_t max_reorder_depth = 0;
+  int64_t rnr_naks = 0;  // SEND: receiver-not-ready NAKs the responder answered
 
   Time fct() const { return finish - spec.start; }
   // Message bits over flow completion time, bits per second.
@@ -124,6 +135,11 @@ constexpr auto record_fields(std::type_identity<FlowRecord>) {
             "Largest distance, in PSNs, of an arrival ahead of the PSN the destination expected "
             "(0 if every packet arrived in order).",
             Merge::Max),
+      field("rnr_naks", &FlowRecord::rnr_naks, "NAKs",
+            "Receiver-not-ready NAKs the destination answered to a SEND that found no receive "
+            "WQE posted (`nic.receive_queue_depth`); the source resent after "
+            "`nic.min_rnr_timer` each time. 0 for a WRITE.",
+            Merge::Sum),
   };
 }
 

@@ -17,6 +17,15 @@ const Param kDscp{"dscp",
                   "priority (26 -> 3 by default)",
                   "DSCP 26 on priority 3 is the usual lossless RoCE class (NVIDIA guidance)",
                   "0..63"};
+const Param kVerb{"verb",
+                  ParamType::Choice,
+                  "\"write\"",
+                  "RC operation of the messages: write (RDMA WRITE: a RETH on the first packet, "
+                  "no receive WQE) or send (SEND: no RETH; consumes a receive WQE at the "
+                  "destination, RNR NAK when none is posted; see nic.receive_queue_depth)",
+                  "InfiniBand Architecture Specification vol. 1 (RC SEND and RDMA WRITE); "
+                  "perftest's ib_write_bw and ib_send_bw",
+                  "write|send"};
 const Param kStart{"start", ParamType::Time, "\"0us\"", "when the flows start", "fabtwin"};
 const Param kType{"type",    ParamType::Choice,
                   "",        "generator type",
@@ -26,7 +35,9 @@ const ParamGroup kFlowsParams{
     "traffic[type=flows]",
     "flows",
     "Explicit flows",
-    {kType, {"flows", ParamType::List, "", "list of {src, dst, size, start, dscp}", "fabtwin"}}};
+    {kType,
+     {"flows", ParamType::List, "", "list of {src, dst, size, start, dscp}", "fabtwin"},
+     kVerb}};
 const ParamGroup kFlowEntryParams{
     "traffic[type=flows].flows[]",
     "flows",
@@ -46,12 +57,17 @@ const ParamGroup kIncastParams{
       "a count n (the n hosts after the receiver, wrapping) or a list of host indices", "fabtwin"},
      {"size", ParamType::Bytes, "", "message size per sender", "fabtwin"},
      kStart,
-     kDscp}};
+     kDscp,
+     kVerb}};
 const ParamGroup kPermutationParams{
     "traffic[type=permutation]",
     "permutation",
     "Random permutation",
-    {kType, {"size", ParamType::Bytes, "", "message size per host", "fabtwin"}, kStart, kDscp}};
+    {kType,
+     {"size", ParamType::Bytes, "", "message size per host", "fabtwin"},
+     kStart,
+     kDscp,
+     kVerb}};
 const ParamGroup kAllToAllParams{
     "traffic[type=all_to_all]",
     "all_to_all",
@@ -59,7 +75,8 @@ const ParamGroup kAllToAllParams{
     {kType,
      {"size", ParamType::Bytes, "", "message size per ordered host pair", "fabtwin"},
      kStart,
-     kDscp}};
+     kDscp,
+     kVerb}};
 const ParamGroup kPoissonParams{
     "traffic[type=poisson]",
     "poisson",
@@ -78,7 +95,8 @@ const ParamGroup kPoissonParams{
       "they could not start)",
       "fabtwin"},
      kStart,
-     kDscp}};
+     kDscp,
+     kVerb}};
 
 struct Context {
   const Topology& topology;
@@ -97,12 +115,18 @@ int read_host(ParamReader& r, const std::string& key, const Topology& t) {
   return static_cast<int>(h);
 }
 
-void add_flow(Context& c, int src, int dst, Bytes size, Time start, int dscp) {
+// The generator's verb (an explicit flow takes its generator's).
+Verb read_verb(ParamReader& r) {
+  return r.choice("verb") == "send" ? Verb::Send : Verb::Write;
+}
+
+void add_flow(Context& c, int src, int dst, Bytes size, Time start, int dscp, Verb verb) {
   c.flows.push_back(
-      {static_cast<uint32_t>(c.flows.size()), src, dst, size, start, dscp, c.generator});
+      {static_cast<uint32_t>(c.flows.size()), src, dst, size, start, dscp, c.generator, verb});
 }
 
 void explicit_flows(ParamReader& r, Context& c) {
+  const Verb verb = read_verb(r);
   const nlohmann::json& list = r.raw("flows");
   if (!list.is_array()) {
     throw ScenarioError(r.path_of("flows"), "expected a list of flows, found " + json_text(list));
@@ -115,7 +139,7 @@ void explicit_flows(ParamReader& r, Context& c) {
       throw ScenarioError(f.path_of("dst"),
                           "expected a host other than src, found " + std::to_string(dst));
     const Bytes size = f.bytes("size");
-    add_flow(c, src, dst, size, f.time("start"), static_cast<int>(f.integer("dscp")));
+    add_flow(c, src, dst, size, f.time("start"), static_cast<int>(f.integer("dscp")), verb);
     f.finish();
   }
 }
@@ -152,7 +176,8 @@ void incast(ParamReader& r, Context& c) {
   const Bytes size = r.bytes("size");
   const Time start = r.time("start");
   const int dscp = static_cast<int>(r.integer("dscp"));
-  for (int src : senders) add_flow(c, src, receiver, size, start, dscp);
+  const Verb verb = read_verb(r);
+  for (int src : senders) add_flow(c, src, receiver, size, start, dscp, verb);
 }
 
 void permutation(ParamReader& r, Context& c) {
@@ -166,16 +191,18 @@ void permutation(ParamReader& r, Context& c) {
   const Bytes size = r.bytes("size");
   const Time start = r.time("start");
   const int dscp = static_cast<int>(r.integer("dscp"));
-  for (int i = 0; i < n; ++i) add_flow(c, i, dst[i], size, start, dscp);
+  const Verb verb = read_verb(r);
+  for (int i = 0; i < n; ++i) add_flow(c, i, dst[i], size, start, dscp, verb);
 }
 
 void all_to_all(ParamReader& r, Context& c) {
   const Bytes size = r.bytes("size");
   const Time start = r.time("start");
   const int dscp = static_cast<int>(r.integer("dscp"));
+  const Verb verb = read_verb(r);
   for (int s = 0; s < c.topology.hosts; ++s) {
     for (int d = 0; d < c.topology.hosts; ++d) {
-      if (s != d) add_flow(c, s, d, size, start, dscp);
+      if (s != d) add_flow(c, s, d, size, start, dscp, verb);
     }
   }
 }
@@ -196,6 +223,7 @@ void poisson(ParamReader& r, Context& c, const std::filesystem::path& scenario_d
   const Time duration = r.time("duration");
   const Time start = r.time("start");
   const int dscp = static_cast<int>(r.integer("dscp"));
+  const Verb verb = read_verb(r);
   const int hosts = c.topology.hosts;
   // Host link rate: the rate of the link each host hangs off (the first one found).
   double host_rate = 0;
@@ -225,7 +253,7 @@ void poisson(ParamReader& r, Context& c, const std::filesystem::path& scenario_d
     const int src = static_cast<int>(c.rng.below(hosts));
     int dst = static_cast<int>(c.rng.below(hosts - 1));
     if (dst >= src) ++dst;
-    add_flow(c, src, dst, Bytes{cdf.sample(c.rng)}, Time{static_cast<int64_t>(t)}, dscp);
+    add_flow(c, src, dst, Bytes{cdf.sample(c.rng)}, Time{static_cast<int64_t>(t)}, dscp, verb);
   }
 }
 

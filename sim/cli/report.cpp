@@ -226,6 +226,9 @@ void print_summary(const RunResult& r, std::ostream& out) {
           << receiver_total(r, &FlowRecord::sacks_sent) << " SACKs, " << duplicates
           << " duplicates, reorder depth up to " << max_reorder_depth(r) << " packets\n";
     }
+    if (const int64_t rnr = receiver_total(r, &FlowRecord::rnr_naks); rnr > 0) {
+      out << "  receivers " << rnr << " RNR NAKs (SENDs that found no receive WQE posted)\n";
+    }
   }
   if (f.completed > 0) {
     out << "  FCT       p50 " << time_text(f.fct_p50_ps) << "   p99 " << time_text(f.fct_p99_ps)

@@ -95,10 +95,11 @@ double measure_fluid(const nlohmann::json& metric, const DcqcnTrajectorySummary&
 
 // The round trip of one packet of `payload` bytes of flow `f` and its ACK through an idle
 // fabric: per hop, store and forward costs each frame's wire time plus the propagation delay.
+// The packet is the first of its message: a WRITE's carries the RETH, a SEND's does not.
 Time unloaded_round_trip(const FabricSpec& spec, const FlowSpec& f, int payload) {
   const Link& link = spec.topology.links.front();
   const int hops = spec.routes.distance(f.src, f.dst);
-  const Time data = roce::wire_time(roce::data_frame(payload, true), link.rate);
+  const Time data = roce::wire_time(roce::data_frame(payload, f.verb == Verb::Write), link.rate);
   const Time ack = roce::wire_time(roce::ack_frame(), link.rate);
   return (data + link.delay) * hops + (ack + link.delay) * hops;
 }
@@ -195,6 +196,35 @@ double analytic(const std::string& name, const nlohmann::json& metric, const Fab
     const FlowSpec& f = spec.flows.at(static_cast<size_t>(metric.value("flow", 0)));
     return static_cast<double>(unloaded_round_trip(spec, f, static_cast<int>(f.size.count)).ps);
   }
+  if (name == "send_rnr_retry") {
+    // Two one-packet SENDs posted together on one path with one receive WQE posted, reposted
+    // only after the second arrives: the second leaves one data frame after the first and queues
+    // behind it at every hop, so it arrives one frame time after the first (store and forward
+    // over `hops` links: hops x (D + L) + D). Its RNR NAK goes back (hops x (A + L)), the
+    // requester waits min_rnr_timer, and the SEND's own round trip follows.
+    if (spec.flows.size() != 2)
+      throw ScenarioError("reference.analytic", "send_rnr_retry needs exactly two flows");
+    const FlowSpec& f = spec.flows[1];
+    for (const FlowSpec& g : spec.flows) {
+      if (g.verb != Verb::Send || g.src != f.src || g.dst != f.dst || g.start != Time{} ||
+          g.size.count > nic.mtu.count)
+        throw ScenarioError("reference.analytic",
+                            "send_rnr_retry needs one-packet SENDs on one path, starting at 0");
+    }
+    const int hops = spec.routes.distance(f.src, f.dst);
+    const Time data =
+        roce::wire_time(roce::data_frame(static_cast<int>(f.size.count), false), host_link.rate);
+    const Time ack = roce::wire_time(roce::ack_frame(), host_link.rate);
+    const Time first_arrives = (data + host_link.delay) * hops;
+    if (nic.receive_queue_depth != 1 || nic.receive_repost_delay <= data)
+      throw ScenarioError("reference.analytic",
+                          "send_rnr_retry needs nic.receive_queue_depth 1 and a repost delay "
+                          "longer than one frame time");
+    const Time rnr_nak_back = (ack + host_link.delay) * hops;
+    return static_cast<double>((first_arrives + data + rnr_nak_back + nic.min_rnr_timer +
+                                unloaded_round_trip(spec, f, static_cast<int>(f.size.count)))
+                                   .ps);
+  }
   if (name == "dctcp_queue_bound") {
     // DCTCP's queue peaks at K plus one packet per flow (SIGCOMM 2010 section 3.3): every flow
     // adds a packet in the round trip before the marks reach it.
@@ -269,7 +299,7 @@ double analytic(const std::string& name, const nlohmann::json& metric, const Fab
     return std::log2(static_cast<double>(bytes));
   }
   throw ScenarioError("reference.analytic",
-                      "expected single_packet_round_trip, roce_goodput, "
+                      "expected single_packet_round_trip, send_rnr_retry, roce_goodput, "
                       "dynamic_threshold_steady_state, dcqcn_fixed_point_queue, "
                       "dctcp_queue_bound, timely_t_low_queue_delay_us, "
                       "timely_t_high_queue_delay_us, "
