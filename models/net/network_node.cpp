@@ -4,6 +4,19 @@ namespace fabtwin {
 
 // The PFC calls are out of line: they are rare, and kept out of the per-frame paths that call
 // them (a switch's arrival and transmission, the NIC's receive buffer).
+// The first PFC frame waiting at `port` goes on its free wire.
+void NetworkNode::send_first_pending_pause(uint32_t port_index) {
+  EgressPort& port = ports_[port_index];
+  const auto [priority, quanta] = port.pending_pause.front();
+  port.pending_pause.erase(port.pending_pause.begin());
+  Packet* f = pool_.acquire();
+  f->type = PacketType::Pause;
+  f->priority = priority;
+  f->set_pause_quanta(quanta);
+  f->frame = pfc::kFrameBytes;
+  transmit_control(port_index, f);
+}
+
 void NetworkNode::pause_upstream(uint32_t port, PauseSender& sender, int priority) {
   sender.start(ports_[port], priority);
   send_pause(port, sender, priority, true);

@@ -250,14 +250,15 @@ void Switch::on_transmit_done(uint32_t port) {
   start_transmission(port);
 }
 
-void Switch::maybe_mark(EgressPort& port, int priority, Packet* p, int64_t queue_bytes) {
-  if (!port.ecn || !port.red.should_mark(queue_bytes, rng())) return;
+void Switch::mark_above_kmin(EgressPort& port, int priority, Packet* p, int64_t queue_bytes) {
+  if (!port.red.should_mark(queue_bytes, rng())) return;
   if (p->ecn == Ecn::NotEct) return;  // only ECN-capable transport is marked
   p->ecn = Ecn::Ce;
   ++port.counters[priority].ecn_marks;
 }
 
-void Switch::start_transmission(uint32_t port_index) {
+// Inlined into the arrival and transmit-done paths that call it for every frame.
+[[gnu::always_inline]] inline void Switch::start_transmission(uint32_t port_index) {
   EgressPort& port = ports_[port_index];
   if (!port_free(port_index)) {  // a same-time arrival took the wire first
     if (port.has_backlog() || !port.pending_pause.empty()) request_transmit_done(port_index);
