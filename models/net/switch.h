@@ -84,6 +84,7 @@ class Switch final : public NetworkNode {
   void drop(PriorityCounters& c, int64_t PriorityCounters::*cause, Packet* p);
   void on_arrival_checked(uint32_t port, Packet* p);
   void forward(uint32_t in_port, Packet* p, int prio, uint32_t out, int queue);
+  void pass_through(uint32_t in_port, Packet* p, int prio, uint32_t out, int queue);
   void release(const QueuedPacket& q, uint32_t port_index, int group, int prio);
   void dequeue(uint32_t port_index, int prio, int group);
   bool lost_in_flight(uint32_t port, Packet* p);
