@@ -24,12 +24,12 @@ valgrind --tool=callgrind --callgrind-out-file="$out/callgrind.out" \
 }
 instructions=$(sed -n 's/^summary: *\([0-9]*\).*/\1/p' "$out/callgrind.out")
 fingerprint=$(sed -n 's/^fingerprint *//p' "$out/bench.txt")
-events=$(sed -n 's/^events *//p' "$out/bench.txt")
+events=$(sed -n 's/^events  *\([0-9][0-9]*\)$/\1/p' "$out/bench.txt")
 commit=$(git rev-parse --short=7 HEAD 2> /dev/null || echo unknown)
 git diff --quiet HEAD 2> /dev/null || commit="$commit+changes"
 
 # The last row of the history table: | commit | date | instructions | ... (commas allowed).
-last=$(awk '/^<!-- bench-history -->/{on=1; next} on && /^\| *[0-9a-f]{7}/{row=$0} \
+last=$(awk '/^<!-- bench-history -->/{on=1; next} on && /^\| *[0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f] /{row=$0} \
             on && /^$/{on=0} END{print row}' docs/performance.md)
 last_commit=$(echo "$last" | awk -F'|' '{gsub(/ /, "", $2); print $2}')
 last_instructions=$(echo "$last" | awk -F'|' '{gsub(/[ ,]/, "", $4); print $4}')

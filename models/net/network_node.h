@@ -158,6 +158,8 @@ class NetworkNode : public Component {
 
  private:
   void send_pause(uint32_t port, PauseSender& sender, int priority, bool xoff);
+  void hold_pause(uint32_t port, int priority);
+  void release_pause(uint32_t port, int priority);
 
   void arm_watchdog(uint32_t port);
 
@@ -170,6 +172,9 @@ class NetworkNode : public Component {
     std::array<Time, kPriorities> last_xoff{};
   };
   std::vector<WatchdogPort> watchdog_ports_;
+  // Per port, bit p: a pause of priority p received there is in force and holds the run open
+  // (hold_work) until an XON or its expiry ends it. Empty until the first pause.
+  std::vector<uint8_t> pause_holds_;
 };
 
 }  // namespace fabtwin
