@@ -22,7 +22,7 @@ DEBIAN_PACKAGES = build-essential cmake pkg-config \
 
 SUDO = $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all setup configure build run test bench bench-queue bench-nccl validate sweep-examples \
+.PHONY: all setup configure build run test bench bench-setup bench-queue bench-nccl validate sweep-examples \
   format clean fuzz-build fuzz fuzz-smoke asan
 
 all: build
@@ -97,8 +97,20 @@ asan: setup
 validate: build
 	$(BUILD)/fabtwin validate
 
-bench: build
+# The standard benchmark's figures, then its regression guard: the instruction count of the
+# 400 KB variant under callgrind beside the last row of docs/performance.md's history (valgrind
+# is installed for this target only; `make test` does not need it).
+BENCH_PACKAGES = valgrind
+
+bench-setup:
+	@dpkg-query -W -f='$${Status}' $(BENCH_PACKAGES) 2>/dev/null | grep -q 'install ok installed' || { \
+	  echo "installing Debian packages:" $(BENCH_PACKAGES); \
+	  $(SUDO) apt-get update -q && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q --no-install-recommends $(BENCH_PACKAGES); }
+
+bench: build bench-setup
 	$(BUILD)/fabtwin bench
+	scripts/bench_instructions.sh $(BUILD)
 
 bench-queue: build
 	$(BUILD)/fabtwin bench --queue

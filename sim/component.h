@@ -40,8 +40,10 @@ class Component {
   Time now() const;
   // Schedules an event at absolute time `at` (>= now) for `target`. The key is this
   // component's id and its own sequence number, so the order does not depend on partitioning.
-  void schedule(Time at, ComponentId target, uint32_t kind, uint64_t data);
-  void schedule_self(Time at, uint32_t kind, uint64_t data) { schedule(at, id_, kind, data); }
+  [[gnu::always_inline]] void schedule(Time at, ComponentId target, uint32_t kind, uint64_t data);
+  [[gnu::always_inline]] void schedule_self(Time at, uint32_t kind, uint64_t data) {
+    schedule(at, id_, kind, data);
+  }
   Rng& rng() { return rng_; }
   // Keeps the run going while this component has open work that only background events
   // (timers that are usually cancelled) would advance.

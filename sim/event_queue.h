@@ -43,19 +43,21 @@ class EventQueue {
     return e;
   }
 
+  // Removes the event top() returned last (no other call in between).
+  void pop_top() {
+    assert(next_ < current_.size());
+    ++next_;
+    --size_;
+  }
+
   // Inlined into every schedule(): the call would cost more than the usual append.
   [[gnu::always_inline]] void push(const Event& e) {
     ++size_;
     const int64_t b = bucket_of(e);
-    if (b <= current_bucket_) {
-      // Due within the bucket being drained: insert in order among the events still to come.
-      const auto it = std::upper_bound(current_.begin() + static_cast<std::ptrdiff_t>(next_),
-                                       current_.end(), e, EventOrder{});
-      current_.insert(it, e);
-    } else if (b < current_bucket_ + kWheelSize) {
+    if (b > current_bucket_ && b < current_bucket_ + kWheelSize) [[likely]] {
       put_on_wheel(b, e);
     } else {
-      far_.push(e);
+      push_elsewhere(b, e);
     }
   }
 
@@ -68,11 +70,28 @@ class EventQueue {
 
   static int64_t bucket_of(const Event& e) { return e.time.ps >> kBucketBits; }
 
-  void put_on_wheel(int64_t bucket, const Event& e) {
+  // The pushes that do not go onto the wheel, out of line so that every schedule() inlines
+  // only the common case.
+  [[gnu::noinline]] void push_elsewhere(int64_t b, const Event& e) {
+    if (b <= current_bucket_) {
+      // Due within the bucket being drained: insert in order among the events still to come.
+      const auto it = std::upper_bound(current_.begin() + static_cast<std::ptrdiff_t>(next_),
+                                       current_.end(), e, EventOrder{});
+      current_.insert(it, e);
+    } else {
+      far_.push(e);
+    }
+  }
+
+  [[gnu::noinline]] uint32_t new_node() {
+    nodes_.push_back({});
+    return static_cast<uint32_t>(nodes_.size() - 1);
+  }
+
+  [[gnu::always_inline]] void put_on_wheel(int64_t bucket, const Event& e) {
     uint32_t n = free_;
-    if (n == kNil) {
-      n = static_cast<uint32_t>(nodes_.size());
-      nodes_.push_back({});
+    if (n == kNil) [[unlikely]] {
+      n = new_node();
     } else {
       free_ = nodes_[n].next;
     }
@@ -108,13 +127,14 @@ class EventQueue {
     current_bucket_ = std::min(wheel_next, far_next);
     if (wheel_next == current_bucket_) {
       const auto slot = static_cast<size_t>(current_bucket_ & (kWheelSize - 1));
-      for (uint32_t n = heads_[slot]; n != kNil;) {
+      // The list runs from the last push to the first; the whole of it joins the free list.
+      uint32_t last = kNil;
+      for (uint32_t n = heads_[slot]; n != kNil; n = nodes_[n].next) {
         current_.push_back(nodes_[n].event);
-        const uint32_t next = nodes_[n].next;
-        nodes_[n].next = free_;
-        free_ = n;
-        n = next;
+        last = n;
       }
+      nodes_[last].next = free_;
+      free_ = heads_[slot];
       heads_[slot] = kNil;
       occupied_[slot >> 6] &= ~(uint64_t{1} << (slot & 63));
       on_wheel_ -= current_.size();

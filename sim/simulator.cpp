@@ -90,7 +90,8 @@ template <bool Alone>
     if (Alone && p.foreground == 0 && p.held == 0) break;
     const Event& top = p.queue.top();
     if (top.time >= limit) break;
-    const Event e = p.queue.pop();
+    const Event e = top;
+    p.queue.pop_top();
     if (e.time < p.now) {
       throw std::logic_error("time went back: event at " + std::to_string(e.time.ps) +
                              " ps after " + std::to_string(p.now.ps) + " ps");

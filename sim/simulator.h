@@ -110,7 +110,8 @@ inline Time Component::now() const {
   return partition_->now;
 }
 
-inline void Component::schedule(Time at, ComponentId target, uint32_t kind, uint64_t data) {
+[[gnu::always_inline]] inline void Component::schedule(Time at, ComponentId target, uint32_t kind,
+                                                       uint64_t data) {
   partition_->schedule(Event{at, make_event_key(id_, sequence_++), target, kind, data});
 }
 

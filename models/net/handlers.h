@@ -29,12 +29,15 @@ enum HostNicHandler : uint32_t {
 // A switch's own (switch.cpp).
 namespace switch_handler {
 enum : uint32_t {
-  kPauseExpired = 8,  // index = port, data = priority
-  kPauseRefresh = 9,  // index = port
   kLinkState = 10,    // index = port, data = 1 up / 0 down
   kRouteUpdate = 11,  // data = index into the switch's own list of route updates
   kSample = kBackgroundHandler | 1,
   kWatchdog = kBackgroundHandler | 2,  // index = port: the PFC watchdog polls its queues
+  // PFC's timers are background: an expiry or a refresh outlives the pause it served (an XON
+  // ends a pause early), and a fabric whose traffic is done does not wait for them. While
+  // traffic is open (hold_work), they run as before.
+  kPauseExpired = kBackgroundHandler | 3,  // index = port, data = priority
+  kPauseRefresh = kBackgroundHandler | 4,  // index = port
 };
 }  // namespace switch_handler
 
@@ -44,16 +47,19 @@ namespace nic_handler {
 enum : uint32_t {
   kFlowStart = 8,
   kPacingWake = 9,
-  kPauseExpired = 10,    // data = priority
-  kRxDrained = 11,       // the head of the receive buffer has been processed
-  kRxPauseRefresh = 12,  // re-send XOFF while the receive buffer stays full
-  kCcTimer = 13,         // data = requester QP whose congestion control asked for a callback
-  kLinkState = 14,       // data = 1 up / 0 down (the NIC's one link)
-  kReceiveRepost = 15,   // data = receive queue: the application posts a receive WQE again
+  kRxDrained = 11,  // the head of the receive buffer has been processed
+  kCcTimer = 13,    // data = requester QP whose congestion control asked for a callback
+  kLinkState = 14,  // data = 1 up / 0 down (the NIC's one link)
   kAckTimeout = kBackgroundHandler | 8,  // data = requester QP
   kRateSample = kBackgroundHandler | 9,
   kWatchdog = kBackgroundHandler | 10,   // the PFC watchdog polls the NIC's send queues
   kHoleTimer = kBackgroundHandler | 11,  // data = responder QP: out_of_order NAKs a hole now
+  // PFC's timers, background as a switch's are.
+  kPauseExpired = kBackgroundHandler | 12,    // data = priority
+  kRxPauseRefresh = kBackgroundHandler | 13,  // re-send XOFF while the receive buffer stays full
+  // SEND: the application posts a receive WQE again (data = receive queue). Background: a
+  // repost matters only while a SEND is open, which holds the run (hold_work).
+  kReceiveRepost = kBackgroundHandler | 14,
 };
 }  // namespace nic_handler
 

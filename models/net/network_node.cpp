@@ -4,6 +4,19 @@ namespace fabtwin {
 
 // The PFC calls are out of line: they are rare, and kept out of the per-frame paths that call
 // them (a switch's arrival and transmission, the NIC's receive buffer).
+// The first PFC frame waiting at `port` goes on its free wire.
+void NetworkNode::send_first_pending_pause(uint32_t port_index) {
+  EgressPort& port = ports_[port_index];
+  const auto [priority, quanta] = port.pending_pause.front();
+  port.pending_pause.erase(port.pending_pause.begin());
+  Packet* f = pool_.acquire();
+  f->type = PacketType::Pause;
+  f->priority = priority;
+  f->set_pause_quanta(quanta);
+  f->frame = pfc::kFrameBytes;
+  transmit_control(port_index, f);
+}
+
 void NetworkNode::pause_upstream(uint32_t port, PauseSender& sender, int priority) {
   sender.start(ports_[port], priority);
   send_pause(port, sender, priority, true);
@@ -27,13 +40,40 @@ void NetworkNode::receive_pause(uint32_t port, const Packet& f) {
     if (f.pause_quanta() > 0 && (watchdog_lossless_ >> p & 1)) arm_watchdog(port);
   }
   if (const Time until = PauseReceiver::apply(ports_[port], f, now()); until > now()) {
+    hold_pause(port, f.priority);
     schedule_self(until, make_kind(pause_handlers_.expired, port), f.priority);
   } else {
+    release_pause(port, f.priority);
     on_transmit_done(port);
   }
 }
 
+// A pause in force is open work: frames may wait behind it, and its expiry timer (background)
+// is what ends it if no XON comes.
+void NetworkNode::hold_pause(uint32_t port, int priority) {
+  if (pause_holds_.size() < ports_.size()) pause_holds_.resize(ports_.size());
+  const auto bit = static_cast<uint8_t>(1u << priority);
+  if (pause_holds_[port] & bit) return;
+  pause_holds_[port] |= bit;
+  hold_work();
+}
+
+void NetworkNode::release_pause(uint32_t port, int priority) {
+  const auto bit = static_cast<uint8_t>(1u << priority);
+  if (port >= pause_holds_.size() || !(pause_holds_[port] & bit)) return;
+  pause_holds_[port] &= static_cast<uint8_t>(~bit);
+  release_work();
+}
+
+// Only the expiry of the pause in force acts. One that a later XOFF overtook waits for that
+// XOFF's expiry; one whose pause ended earlier (an XON, the watchdog, a link change) only lets
+// go of the pause's hold if nothing else did, so a stale timer changes no result even when it
+// runs after the traffic is done.
 void NetworkNode::pause_expired(uint32_t port, int priority) {
+  const Time until = ports_[port].paused_until[priority];
+  if (until > now()) return;
+  release_pause(port, priority);
+  if (until != now()) return;
   if (PauseReceiver::expire(ports_[port], priority, now())) on_transmit_done(port);
 }
 

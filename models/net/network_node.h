@@ -63,19 +63,12 @@ class NetworkNode : public Component {
   }
 
   // Sends the first PFC frame waiting at `port`, if any (the port must be free); true if sent.
-  bool transmit_pending_pause(uint32_t port_index) {
-    EgressPort& port = ports_[port_index];
-    if (port.pending_pause.empty()) return false;
-    const auto [priority, quanta] = port.pending_pause.front();
-    port.pending_pause.erase(port.pending_pause.begin());
-    Packet* f = pool_.acquire();
-    f->type = PacketType::Pause;
-    f->priority = priority;
-    f->set_pause_quanta(quanta);
-    f->frame = pfc::kFrameBytes;
-    transmit_control(port_index, f);
+  [[gnu::always_inline]] bool transmit_pending_pause(uint32_t port_index) {
+    if (ports_[port_index].pending_pause.empty()) return false;
+    send_first_pending_pause(port_index);
     return true;
   }
+  void send_first_pending_pause(uint32_t port_index);  // out of line: rare
 
   // Priority flow control (priority_flow_control.h), the same for every node. A node that sends
   // PFC at `port` keeps a PauseSender for it and calls these as its ingress crosses XOFF and
@@ -138,7 +131,7 @@ class NetworkNode : public Component {
 
   // Asks for on_transmit_done() when the frame now on the wire of `port` ends. Only owners
   // with more to send ask, so an idle port costs no event.
-  void request_transmit_done(uint32_t port_index) {
+  [[gnu::always_inline]] void request_transmit_done(uint32_t port_index) {
     EgressPort& port = ports_[port_index];
     if (port.done_scheduled) return;
     port.done_scheduled = true;
@@ -148,7 +141,7 @@ class NetworkNode : public Component {
   // Puts packet `p` (a `frame`-byte frame of `priority`) on the free wire of `port` now: the
   // port is busy for the frame's wire time and the peer receives the whole frame (store and
   // forward) one propagation delay later. The packet itself is not read here.
-  void transmit(uint32_t port_index, Packet* p, int frame, int priority) {
+  [[gnu::always_inline]] void transmit(uint32_t port_index, Packet* p, int frame, int priority) {
     EgressPort& port = ports_[port_index];
     const Time wire = port.wire_time(frame);
     port.busy_until = now() + wire;
@@ -165,6 +158,8 @@ class NetworkNode : public Component {
 
  private:
   void send_pause(uint32_t port, PauseSender& sender, int priority, bool xoff);
+  void hold_pause(uint32_t port, int priority);
+  void release_pause(uint32_t port, int priority);
 
   void arm_watchdog(uint32_t port);
 
@@ -177,6 +172,9 @@ class NetworkNode : public Component {
     std::array<Time, kPriorities> last_xoff{};
   };
   std::vector<WatchdogPort> watchdog_ports_;
+  // Per port, bit p: a pause of priority p received there is in force and holds the run open
+  // (hold_work) until an XON or its expiry ends it. Empty until the first pause.
+  std::vector<uint8_t> pause_holds_;
 };
 
 }  // namespace fabtwin

@@ -37,7 +37,8 @@ class PacketFifo {
   }
 
   void push(Packet* p, uint16_t ingress = 0, uint8_t ingress_priority = 0) {
-    if (size_ == capacity()) grow();
+    if (size_ == capacity_) [[unlikely]]
+      grow();
     ring_[(head_ + size_) & mask_] = {p, p->frame, ingress, ingress_priority};
     ++size_;
     bytes_ += p->frame;
@@ -53,14 +54,13 @@ class PacketFifo {
   }
 
  private:
-  // 0 while no ring is allocated (mask_ is then 0 too, and size_ == capacity() grows it).
-  uint32_t capacity() const { return ring_ ? mask_ + 1 : 0; }
-  void grow() {
-    const uint32_t n = ring_ ? 2 * (mask_ + 1) : 16;
+  [[gnu::noinline]] void grow() {
+    const uint32_t n = capacity_ == 0 ? 16 : 2 * capacity_;
     auto bigger = std::make_unique<QueuedPacket[]>(n);
     for (uint32_t i = 0; i < size_; ++i) bigger[i] = ring_[(head_ + i) & mask_];
     ring_ = std::move(bigger);
     mask_ = n - 1;
+    capacity_ = n;
     head_ = 0;
   }
   // 32 bytes in all: a fabric has eight of these at each of its ports, and no queue holds 2^32
@@ -69,7 +69,9 @@ class PacketFifo {
   uint32_t mask_ = 0;  // ring size - 1
   uint32_t head_ = 0;
   uint32_t size_ = 0;
+  uint32_t capacity_ = 0;  // ring size, 0 while none is allocated (the first push grows it)
   int64_t bytes_ = 0;
 };
+static_assert(sizeof(PacketFifo) == 32);
 
 }  // namespace fabtwin

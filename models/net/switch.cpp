@@ -169,12 +169,38 @@ int64_t Switch::headroom_overflows() const {
     }
   }
   if (config_.mark_at_enqueue) maybe_mark(port, queue, p, port.queues[queue].bytes());
+  if (port.backlog == 0 && port_free(out) && port.pending_pause.empty() &&
+      !port.paused(queue, now())) {
+    pass_through(in_port, p, prio, out, queue);
+    return;
+  }
   port.enqueue(p, static_cast<uint16_t>(in_port), static_cast<uint8_t>(prio));
   if (port_free(out)) {
     start_transmission(out);
   } else {
     request_transmit_done(out);
   }
+}
+
+// A frame for an idle egress (free wire, every queue empty, no PFC frame waiting, its queue not
+// paused) goes onto the wire at once, with every effect that enqueue() followed by
+// start_transmission() would have: the queue's high-water mark, the scheduler's deficit (an
+// alone DWRR queue starts from nothing, a strict one is charged), marking on a queue left empty,
+// the buffer's release, and the transmission. The frame is not copied into the queue and out.
+[[gnu::always_inline]] inline void Switch::pass_through(uint32_t in_port, Packet* p, int prio,
+                                                        uint32_t out, int queue) {
+  EgressPort& port = ports_[out];
+  const int frame = p->frame;
+  PriorityCounters& c = port.counters[queue];
+  if (frame > c.max_queue_bytes) c.max_queue_bytes = frame;
+  if (port.scheduler != nullptr && !(port.scheduler->strict_mask >> queue & 1)) {
+    port.deficit[queue] = 0;
+  } else {
+    port.deficit[queue] -= frame;
+  }
+  if (!config_.mark_at_enqueue) maybe_mark(port, queue, p, 0);
+  release({p, frame, static_cast<uint16_t>(in_port), static_cast<uint8_t>(prio)}, out, prio, queue);
+  transmit(out, p, frame, queue);
 }
 
 void Switch::on_arrival(uint32_t in_port, Packet* p) {
@@ -250,14 +276,15 @@ void Switch::on_transmit_done(uint32_t port) {
   start_transmission(port);
 }
 
-void Switch::maybe_mark(EgressPort& port, int priority, Packet* p, int64_t queue_bytes) {
-  if (!port.ecn || !port.red.should_mark(queue_bytes, rng())) return;
+void Switch::mark_above_kmin(EgressPort& port, int priority, Packet* p, int64_t queue_bytes) {
+  if (!port.red.should_mark(queue_bytes, rng())) return;
   if (p->ecn == Ecn::NotEct) return;  // only ECN-capable transport is marked
   p->ecn = Ecn::Ce;
   ++port.counters[priority].ecn_marks;
 }
 
-void Switch::start_transmission(uint32_t port_index) {
+// Inlined into the arrival and transmit-done paths that call it for every frame.
+[[gnu::always_inline]] inline void Switch::start_transmission(uint32_t port_index) {
   EgressPort& port = ports_[port_index];
   if (!port_free(port_index)) {  // a same-time arrival took the wire first
     if (port.has_backlog() || !port.pending_pause.empty()) request_transmit_done(port_index);

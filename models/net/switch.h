@@ -75,11 +75,16 @@ class Switch final : public NetworkNode {
 
  private:
   void start_transmission(uint32_t port);
-  void maybe_mark(EgressPort& port, int priority, Packet* p, int64_t queue_bytes);
+  // RED/ECN at `port`: nothing to do (ECN off, or the queue at or below Kmin) is decided inline.
+  void maybe_mark(EgressPort& port, int priority, Packet* p, int64_t queue_bytes) {
+    if (port.ecn && queue_bytes > port.red.kmin) mark_above_kmin(port, priority, p, queue_bytes);
+  }
+  void mark_above_kmin(EgressPort& port, int priority, Packet* p, int64_t queue_bytes);
   Time refresh_interval(uint32_t port) const;
   void drop(PriorityCounters& c, int64_t PriorityCounters::*cause, Packet* p);
   void on_arrival_checked(uint32_t port, Packet* p);
   void forward(uint32_t in_port, Packet* p, int prio, uint32_t out, int queue);
+  void pass_through(uint32_t in_port, Packet* p, int prio, uint32_t out, int queue);
   void release(const QueuedPacket& q, uint32_t port_index, int group, int prio);
   void dequeue(uint32_t port_index, int prio, int group);
   bool lost_in_flight(uint32_t port, Packet* p);

@@ -82,7 +82,9 @@ int command_bench(const std::vector<std::string>& args) {
   std::printf("threads             %d (%d partitions)\n", r.threads, r.partitions);
   std::printf("flows completed     %lld of %lld\n", static_cast<long long>(f.completed),
               static_cast<long long>(f.flows));
-  std::printf("simulated time      %s\n", format_time(r.last_event_time).c_str());
+  std::printf("simulated time      %s (last event)\n", format_time(r.last_event_time).c_str());
+  std::printf("makespan            %s (first flow start to last flow completion)\n",
+              format_time(Time{f.makespan_ps}).c_str());
   std::printf("events              %llu\n", static_cast<unsigned long long>(r.events));
   std::printf("data packets        %lld\n", static_cast<long long>(r.data_packets_sent));
   std::printf("wall time           %.3f s\n", r.wall_seconds);

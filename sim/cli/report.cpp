@@ -27,11 +27,17 @@ RunFigures run_figures(const RunResult& r) {
   f.flows = static_cast<int64_t>(flows.size());
   f.completed = completed_count(flows);
   std::vector<double> goodput;
+  Time first_start = Time::max(), last_finish{};
   for (const FlowRecord& flow : r.flows) {
     f.timeouts += flow.timeouts;
     f.rate_cuts += flow.rate_cuts;
-    if (flow.completed) goodput.push_back(flow.goodput_bps());
+    first_start = std::min(first_start, flow.spec.start);
+    if (flow.completed) {
+      goodput.push_back(flow.goodput_bps());
+      last_finish = std::max(last_finish, flow.finish);
+    }
   }
+  if (last_finish > first_start) f.makespan_ps = (last_finish - first_start).ps;
   f.retransmitted = packets_retransmitted(r);
   if (f.completed > 0) {
     f.fct_p50_ps = fct_percentile_ps(flows, 50);
@@ -205,6 +211,9 @@ void print_summary(const RunResult& r, std::ostream& out) {
   out << "\n";
   out << "run         seed " << r.seed << ", end " << format_time(r.end_time) << ", last event at "
       << time_text(static_cast<double>(r.last_event_time.ps));
+  if (f.makespan_ps > 0) {
+    out << ", traffic makespan " << time_text(static_cast<double>(f.makespan_ps));
+  }
   if (!r.stop_reason.empty()) {
     out << " (stopped at " << time_text(static_cast<double>(r.stop_time.ps))
         << " with traffic pending: " << r.stop_reason << ")";
@@ -378,6 +387,7 @@ nlohmann::json json_report(const RunResult& r) {
   j["topology"] = {{"type", r.topology}, {"hosts", r.hosts}, {"switches", r.switches}};
   j["flows"] = {{"total", f.flows},
                 {"completed", f.completed},
+                {"makespan_ps", f.makespan_ps},
                 {"fct_p50_ps", f.fct_p50_ps},
                 {"fct_p99_ps", f.fct_p99_ps},
                 {"fct_max_ps", f.fct_max_ps},

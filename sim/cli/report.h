@@ -16,6 +16,8 @@ inline constexpr int kHdf5SchemaVersion = 4;
 struct RunFigures {
   int64_t flows = 0, completed = 0;
   double fct_p50_ps = 0, fct_p99_ps = 0, fct_max_ps = 0;
+  // The traffic's makespan: from the first flow's start to the last completion (0: none).
+  int64_t makespan_ps = 0;
   double goodput_p50_bps = 0, goodput_min_bps = 0, goodput_max_bps = 0;
   int64_t drops = 0, drops_egress = 0, drops_headroom = 0;
   int64_t drops_ttl = 0, drops_link_down = 0, drops_unroutable = 0;
