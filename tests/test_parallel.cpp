@@ -1,9 +1,15 @@
 // The parallel runner: every result but wall-clock figures is identical for any number of
 // threads, on scenarios that exercise PFC, ECN and DCQCN, for several seeds.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <filesystem>
+#include <stdexcept>
+#include <thread>
 
 #include "models/fabric/fabric.h"
 #include "sim/cli/report.h"
+#include "sim/window_workers.h"
 #include "test_support.h"
 
 using namespace fabtwin;
@@ -77,4 +83,44 @@ TEST_CASE("links of zero delay cannot cross partitions", "[parallel]") {
   CHECK_THROWS_WITH(Fabric(doc, 2),
                     Catch::Contains("zero delay") && Catch::Contains("--threads 1"));
   CHECK_NOTHROW(Fabric(doc, 1));
+}
+
+TEST_CASE("window workers run every item once per window, on any number of threads", "[parallel]") {
+  for (const int threads : {1, 2, 3, 8}) {
+    for (const size_t items : {size_t{1}, size_t{2}, size_t{5}, size_t{16}}) {
+      INFO(threads << " threads, " << items << " items");
+      std::vector<std::atomic<int>> runs(items);
+      std::atomic<int> in_window{0};
+      WindowWorkers workers(threads, items, [&](size_t i) {
+        runs[i].fetch_add(1);
+        in_window.fetch_add(1);
+      });
+      CHECK(workers.threads() == std::min<int>(threads, static_cast<int>(items)));
+      for (int window = 1; window <= 300; ++window) {
+        in_window = 0;
+        workers.run_window();
+        REQUIRE(in_window.load() == static_cast<int>(items));  // all done when it returns
+        if (window == 100) {
+          // Long enough for the waiting threads to fall asleep: the next window wakes them.
+          std::this_thread::sleep_for(std::chrono::milliseconds(30));
+        }
+      }
+      for (const auto& r : runs) CHECK(r.load() == 300);
+    }
+  }
+}
+
+TEST_CASE("window workers pass an item's exception on and still stop cleanly", "[parallel]") {
+  std::atomic<int> window{0};
+  WindowWorkers workers(3, 6, [&](size_t i) {
+    if (window.load() == 2 && (i == 4 || i == 1)) {
+      throw std::runtime_error("item " + std::to_string(i));
+    }
+  });
+  window = 1;
+  workers.run_window();
+  window = 2;
+  CHECK_THROWS_WITH(workers.run_window(), "item 1");  // the lowest item's, every time
+  window = 3;
+  CHECK_NOTHROW(workers.run_window());  // the next window runs normally
 }
