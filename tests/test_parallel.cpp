@@ -8,6 +8,8 @@
 #include <thread>
 
 #include "models/fabric/fabric.h"
+#include "models/fabric/fabric_spec.h"
+#include "models/fabric/partitioning.h"
 #include "sim/cli/report.h"
 #include "sim/window_workers.h"
 #include "test_support.h"
@@ -123,4 +125,44 @@ TEST_CASE("window workers pass an item's exception on and still stop cleanly", "
   CHECK_THROWS_WITH(workers.run_window(), "item 1");  // the lowest item's, every time
   window = 3;
   CHECK_NOTHROW(workers.run_window());  // the next window runs normally
+}
+
+TEST_CASE("METIS cuts no more links than the breadth-first cut, as evenly", "[parallel]") {
+  for (const int k : {4, 8}) {
+    const FabricSpec spec = FabricSpec::resolve(
+        load_scenario(fs::path(FABTWIN_SOURCE_DIR) / "scenarios/bench/fat_tree_k8_permutation.json",
+                      {"topology.k=" + std::to_string(k)}));
+    for (const int parts : {2, 4, 8}) {
+      INFO("k=" << k << ", " << parts << " parts");
+      const FabricPartitioning bfs =
+          partition_fabric(spec.topology, parts, false, Partitioner::BreadthFirst);
+      const FabricPartitioning metis =
+          partition_fabric(spec.topology, parts, false, Partitioner::Metis);
+      CHECK(bfs.partitioner == Partitioner::BreadthFirst);
+      CHECK(metis.partitioner ==
+            (metis_available() ? Partitioner::Metis : Partitioner::BreadthFirst));
+      CHECK(static_cast<int>(metis.partitions) == parts);
+      std::vector<int> nodes(metis.partitions, 0);  // no partition left empty
+      for (uint32_t p : metis.partition_of) ++nodes[p];
+      CHECK(std::count(nodes.begin(), nodes.end(), 0) == 0);
+      CHECK(metis.cut_links <= bfs.cut_links);
+      CHECK(metis.imbalance < 1.15);
+      CHECK(metis.lookahead == microseconds(1));
+    }
+  }
+}
+
+TEST_CASE("results do not depend on the partitioner", "[parallel]") {
+  const std::vector<std::string> sets = {"topology.k=4", "traffic[0].size=200KB"};
+  const std::string scenario = "scenarios/bench/fat_tree_k8_permutation.json";
+  const Outcome one = run_with(scenario, sets, 1);
+  for (const char* partitioner : {"bfs", "metis"}) {
+    std::vector<std::string> with = sets;
+    with.push_back(std::string("run.partitioner=") + partitioner);
+    const Outcome many = run_with(scenario, with, 4);
+    INFO(partitioner);
+    CHECK(many.partitions == 4);
+    CHECK(many.fingerprint == one.fingerprint);
+    CHECK(many.report == one.report);
+  }
 }
