@@ -18,7 +18,8 @@ DEBIAN_PACKAGES = build-essential cmake pkg-config \
   nlohmann-json3-dev catch2 libibverbs-dev librdmacm-dev libopenmpi-dev openmpi-bin \
   python3-h5py python3-matplotlib python3-numpy python3-ipykernel python3-nbformat python3-jsonschema \
   jupyter-nbconvert clang libclang-rt-14-dev \
-  libssl-dev
+  libssl-dev \
+  libmetis-dev
 
 SUDO = $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 

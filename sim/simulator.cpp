@@ -1,13 +1,12 @@
 #include "sim/simulator.h"
 
-#include <tbb/parallel_for.h>
-#include <tbb/task_arena.h>
-
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
 #include <string>
 #include <thread>
+
+#include "sim/window_workers.h"
 
 namespace fabtwin {
 
@@ -118,9 +117,19 @@ template <bool Alone>
 RunCounters Simulator::run(Time end, const Progress& progress, int threads) {
   RunCounters counters;
   const bool alone = partitions_.size() == 1;
-  // Never ask TBB for more threads than the machine has: partitions then share them.
+  // The partitions this process runs, on persistent threads (never more than the machine has:
+  // partitions then share them).
+  std::vector<Partition*> owned;
+  for (const auto& p : partitions_) {
+    if (owns(p->index)) owned.push_back(p.get());
+  }
   const int hardware = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  tbb::task_arena arena(std::clamp(threads, 1, hardware));
+  Time window_limit{};
+  std::optional<WindowWorkers> workers;
+  if (!alone && std::min(threads, hardware) > 1 && owned.size() > 1) {
+    workers.emplace(std::min(threads, hardware), owned.size(),
+                    [&](size_t i) { run_window<false>(*owned[i], window_limit, UINT64_MAX); });
+  }
   bool stopped_by_work = false;
   const bool checkpoints = checkpoint_interval_.ps > 0;
   const int64_t every = checkpoint_interval_.ps;
@@ -183,13 +192,12 @@ RunCounters Simulator::run(Time end, const Progress& progress, int threads) {
       if (owns(0)) run_window<true>(p, limit, uint64_t{1} << 18);
       if (progress) progress(p.now, p.events);
     } else {
-      arena.execute([&] {
-        tbb::parallel_for(size_t{0}, partitions_.size(), [&](size_t i) {
-          if (owns(static_cast<uint32_t>(i))) {
-            run_window<false>(*partitions_[i], limit, UINT64_MAX);
-          }
-        });
-      });
+      if (workers) {
+        window_limit = limit;
+        workers->run_window();
+      } else {
+        for (Partition* p : owned) run_window<false>(*p, limit, UINT64_MAX);
+      }
       if (progress) {
         uint64_t events = 0;
         Time now{};

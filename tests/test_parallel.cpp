@@ -1,9 +1,17 @@
 // The parallel runner: every result but wall-clock figures is identical for any number of
 // threads, on scenarios that exercise PFC, ECN and DCQCN, for several seeds.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <filesystem>
+#include <stdexcept>
+#include <thread>
 
 #include "models/fabric/fabric.h"
+#include "models/fabric/fabric_spec.h"
+#include "models/fabric/partitioning.h"
 #include "sim/cli/report.h"
+#include "sim/window_workers.h"
 #include "test_support.h"
 
 using namespace fabtwin;
@@ -77,4 +85,84 @@ TEST_CASE("links of zero delay cannot cross partitions", "[parallel]") {
   CHECK_THROWS_WITH(Fabric(doc, 2),
                     Catch::Contains("zero delay") && Catch::Contains("--threads 1"));
   CHECK_NOTHROW(Fabric(doc, 1));
+}
+
+TEST_CASE("window workers run every item once per window, on any number of threads", "[parallel]") {
+  for (const int threads : {1, 2, 3, 8}) {
+    for (const size_t items : {size_t{1}, size_t{2}, size_t{5}, size_t{16}}) {
+      INFO(threads << " threads, " << items << " items");
+      std::vector<std::atomic<int>> runs(items);
+      std::atomic<int> in_window{0};
+      WindowWorkers workers(threads, items, [&](size_t i) {
+        runs[i].fetch_add(1);
+        in_window.fetch_add(1);
+      });
+      CHECK(workers.threads() == std::min<int>(threads, static_cast<int>(items)));
+      for (int window = 1; window <= 300; ++window) {
+        in_window = 0;
+        workers.run_window();
+        REQUIRE(in_window.load() == static_cast<int>(items));  // all done when it returns
+        if (window == 100) {
+          // Long enough for the waiting threads to fall asleep: the next window wakes them.
+          std::this_thread::sleep_for(std::chrono::milliseconds(30));
+        }
+      }
+      for (const auto& r : runs) CHECK(r.load() == 300);
+    }
+  }
+}
+
+TEST_CASE("window workers pass an item's exception on and still stop cleanly", "[parallel]") {
+  std::atomic<int> window{0};
+  WindowWorkers workers(3, 6, [&](size_t i) {
+    if (window.load() == 2 && (i == 4 || i == 1)) {
+      throw std::runtime_error("item " + std::to_string(i));
+    }
+  });
+  window = 1;
+  workers.run_window();
+  window = 2;
+  CHECK_THROWS_WITH(workers.run_window(), "item 1");  // the lowest item's, every time
+  window = 3;
+  CHECK_NOTHROW(workers.run_window());  // the next window runs normally
+}
+
+TEST_CASE("METIS cuts no more links than the breadth-first cut, as evenly", "[parallel]") {
+  for (const int k : {4, 8}) {
+    const FabricSpec spec = FabricSpec::resolve(
+        load_scenario(fs::path(FABTWIN_SOURCE_DIR) / "scenarios/bench/fat_tree_k8_permutation.json",
+                      {"topology.k=" + std::to_string(k)}));
+    for (const int parts : {2, 4, 8}) {
+      INFO("k=" << k << ", " << parts << " parts");
+      const FabricPartitioning bfs =
+          partition_fabric(spec.topology, parts, false, Partitioner::BreadthFirst);
+      const FabricPartitioning metis =
+          partition_fabric(spec.topology, parts, false, Partitioner::Metis);
+      CHECK(bfs.partitioner == Partitioner::BreadthFirst);
+      CHECK(metis.partitioner ==
+            (metis_available() ? Partitioner::Metis : Partitioner::BreadthFirst));
+      CHECK(static_cast<int>(metis.partitions) == parts);
+      std::vector<int> nodes(metis.partitions, 0);  // no partition left empty
+      for (uint32_t p : metis.partition_of) ++nodes[p];
+      CHECK(std::count(nodes.begin(), nodes.end(), 0) == 0);
+      CHECK(metis.cut_links <= bfs.cut_links);
+      CHECK(metis.imbalance < 1.15);
+      CHECK(metis.lookahead == microseconds(1));
+    }
+  }
+}
+
+TEST_CASE("results do not depend on the partitioner", "[parallel]") {
+  const std::vector<std::string> sets = {"topology.k=4", "traffic[0].size=200KB"};
+  const std::string scenario = "scenarios/bench/fat_tree_k8_permutation.json";
+  const Outcome one = run_with(scenario, sets, 1);
+  for (const char* partitioner : {"bfs", "metis"}) {
+    std::vector<std::string> with = sets;
+    with.push_back(std::string("run.partitioner=") + partitioner);
+    const Outcome many = run_with(scenario, with, 4);
+    INFO(partitioner);
+    CHECK(many.partitions == 4);
+    CHECK(many.fingerprint == one.fingerprint);
+    CHECK(many.report == one.report);
+  }
 }

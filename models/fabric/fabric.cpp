@@ -77,8 +77,8 @@ Fabric::Fabric(FabricSpec spec, int threads, Transport* transport)
   // stay inside a rail's partition; without one, a node's NICs must share its partition.
   const bool gpu_nodes = !collectives.empty();
   const bool keep_node_nics = gpu_nodes && collectives.gpu.pcie_latency.ps == 0;
-  partitioning_ =
-      partition_fabric(topology, distributed ? transport_->ranks() : run_.threads, keep_node_nics);
+  partitioning_ = partition_fabric(topology, distributed ? transport_->ranks() : run_.threads,
+                                   keep_node_nics, run_.partitioner);
   if (gpu_nodes && !keep_node_nics && partitioning_.partitions > 1) {
     partitioning_.lookahead = std::min(partitioning_.lookahead, collectives.gpu.pcie_latency);
   }

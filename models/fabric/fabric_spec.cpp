@@ -42,6 +42,17 @@ const BoundParams<RunConfig> kRunParams{
             [](ParamReader& r, RunConfig& c) {
               c.stop_on_deadlock = r.choice("on_deadlock") == "stop";
             }),
+        BoundParams<RunConfig>::custom(
+            {"partitioner", ParamType::Choice, "\"metis\"",
+             "how the fabric is cut into partitions for threads or MPI ranks: metis (METIS's "
+             "k-way graph partitioner over the switch graph, edges weighted by link counts; the "
+             "breadth-first cut when fabtwin was built without METIS) or bfs (contiguous runs of "
+             "a breadth-first order of the switches). Both balance the switches' ports plus two "
+             "per host; only wall-clock figures depend on the choice, never results",
+             "fabtwin; Karypis and Kumar 1998 (METIS)", "bfs|metis"},
+            [](ParamReader& r, RunConfig& c) {
+              c.partitioner = partitioner_from_name(r.choice("partitioner"));
+            }),
     }};
 
 const BoundParams<OutputConfig> kOutputParams{

@@ -11,6 +11,7 @@
 #include "models/collectives/collective.h"
 #include "models/fabric/deadlock_detector.h"
 #include "models/fabric/link_events.h"
+#include "models/fabric/partitioning.h"
 #include "models/fabric/topology.h"
 #include "models/net/routing.h"
 #include "models/net/switch_config.h"
@@ -23,8 +24,9 @@ namespace fabtwin {
 struct RunConfig {
   Time end;
   uint64_t seed;
-  int threads;            // 0: every hardware thread
-  bool stop_on_deadlock;  // run.on_deadlock: "stop" (true) or "continue"
+  int threads;              // 0: every hardware thread
+  bool stop_on_deadlock;    // run.on_deadlock: "stop" (true) or "continue"
+  Partitioner partitioner;  // run.partitioner: how the fabric is cut over threads or ranks
 
   bool operator==(const RunConfig&) const = default;
 };

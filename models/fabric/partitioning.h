@@ -1,28 +1,44 @@
-// Spreading a fabric over partitions for the parallel runner: switches in contiguous runs of
-// a breadth-first order (so that neighbours share a partition), balanced by the hosts and
-// ports they carry; each host goes with the switch it hangs off. With `keep_node_nics`, the
-// NICs (hosts) of one GPU node stay together instead: all go with the switch that NIC k mod NICs
-// of node k hangs off (on a rail-optimized fabric the nodes spread over the rails), and a link
-// between a NIC and its switch may then cross partitions and counts as a cut link.
+// Spreading a fabric over partitions for the parallel runner. The switches carry weights (their
+// ports plus two per host that goes with them) and are cut either into contiguous runs of a
+// breadth-first order (so that neighbours share a partition), or by METIS's k-way graph
+// partitioner over the switch graph (edges weighted by the links between two switches), which
+// minimises the links cut for the same balance; each host goes with the switch it hangs off. With
+// `keep_node_nics`, the NICs (hosts) of one GPU node stay together instead: all go with the switch
+// that NIC k mod NICs of node k hangs off (on a rail-optimized fabric the nodes spread over the
+// rails), and a link between a NIC and its switch may then cross partitions and counts as a cut
+// link.
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "models/fabric/topology.h"
 
 namespace fabtwin {
 
+enum class Partitioner { BreadthFirst, Metis };
+
+// Whether METIS was found when this binary was built; without it Metis falls back to
+// BreadthFirst (FabricPartitioning::partitioner says which one ran).
+bool metis_available();
+Partitioner partitioner_from_name(const std::string& name);  // "bfs" or "metis"
+const char* partitioner_name(Partitioner partitioner);
+
 struct FabricPartitioning {
   std::vector<uint32_t> partition_of;  // node id -> partition
   uint32_t partitions = 1;
   Time lookahead = Time::max();  // smallest delay of a link between two partitions
   int cut_links = 0;
+  // The partitioner that ran, and the heaviest partition's weight over the mean (1 = even).
+  Partitioner partitioner = Partitioner::BreadthFirst;
+  double imbalance = 1;
 };
 
 // At most `parts` partitions (fewer if the fabric has fewer switches). Throws ScenarioError if
 // a link of zero delay would cross partitions: it leaves no lookahead.
 FabricPartitioning partition_fabric(const Topology& topology, int parts,
-                                    bool keep_node_nics = false);
+                                    bool keep_node_nics = false,
+                                    Partitioner partitioner = Partitioner::BreadthFirst);
 
 }  // namespace fabtwin

@@ -1,0 +1,115 @@
+#include "sim/window_workers.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace fabtwin {
+
+namespace {
+
+// How long a waiting thread spins before it yields, and yields before it sleeps. A window of the
+// standard benchmark takes tens of microseconds, so a thread that keeps up never sleeps; one
+// that waits longer (the machine is oversubscribed, or the run is between phases) stops using
+// the core.
+constexpr int kSpins = 4096;
+constexpr int kYields = 64;
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+}  // namespace
+
+// Waits until `done(value)`. A sleeper announces itself before it looks at the value a last
+// time, and a writer looks for sleepers after it writes (both sequentially consistent), so
+// either the sleeper sees the new value or the writer sees the sleeper and wakes it.
+template <class Done>
+static void wait_for(std::atomic<uint32_t>& value, std::atomic<uint32_t>& sleepers, Done done) {
+  for (int round = 0;; ++round) {
+    const uint32_t seen = value.load(std::memory_order_acquire);
+    if (done(seen)) return;
+    if (round < kSpins) {
+      cpu_relax();
+    } else if (round < kSpins + kYields) {
+      std::this_thread::yield();
+    } else {
+      sleepers.fetch_add(1, std::memory_order_seq_cst);
+      if (value.load(std::memory_order_seq_cst) == seen)
+        value.wait(seen, std::memory_order_seq_cst);
+      sleepers.fetch_sub(1, std::memory_order_relaxed);
+    }
+  }
+}
+
+WindowWorkers::WindowWorkers(int threads, size_t items, Work work)
+    : work_(std::move(work)), slots_(std::make_unique<Slot[]>(items)), items_(items) {
+  const int count = std::clamp(threads, 1, static_cast<int>(std::max<size_t>(1, items)));
+  helpers_.reserve(static_cast<size_t>(count - 1));
+  for (int i = 1; i < count; ++i) helpers_.emplace_back([this, i] { helper(i); });
+}
+
+WindowWorkers::~WindowWorkers() {
+  stop_.store(true, std::memory_order_seq_cst);
+  window_.value.fetch_add(1, std::memory_order_seq_cst);
+  window_.value.notify_all();
+  for (std::thread& t : helpers_) t.join();
+}
+
+void WindowWorkers::helper(int index) {
+  uint32_t seen = 0;
+  for (;;) {
+    wait_for(window_.value, window_.sleepers, [seen](uint32_t w) { return w != seen; });
+    if (stop_.load(std::memory_order_seq_cst)) return;
+    seen = window_.value.load(std::memory_order_acquire);
+    take_items(index, seen);
+  }
+}
+
+void WindowWorkers::take_items(int thread, uint32_t window) {
+  const auto stride = static_cast<size_t>(threads());
+  auto try_item = [&](size_t i) {
+    // An item is claimed once per window, from the window before: a thread that woke up late,
+    // for a window already done, claims nothing.
+    uint32_t expected = window - 1;
+    std::atomic<uint32_t>& claimed = slots_[i].claimed;
+    if (claimed.load(std::memory_order_relaxed) != expected ||
+        !claimed.compare_exchange_strong(expected, window, std::memory_order_acq_rel)) {
+      return;
+    }
+    try {
+      work_(i);
+    } catch (...) {
+      slots_[i].error = std::current_exception();
+    }
+    if (remaining_.value.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
+        remaining_.sleepers.load(std::memory_order_seq_cst) != 0) {
+      remaining_.value.notify_all();
+    }
+  };
+  const auto own = static_cast<size_t>(thread);
+  for (size_t i = own; i < items_; i += stride) try_item(i);
+  for (size_t i = 0; i < items_; ++i) {
+    if (i % stride != own) try_item(i);
+  }
+}
+
+void WindowWorkers::run_window() {
+  remaining_.value.store(static_cast<uint32_t>(items_), std::memory_order_relaxed);
+  const uint32_t window = window_.value.load(std::memory_order_relaxed) + 1;
+  window_.value.store(window, std::memory_order_seq_cst);
+  if (window_.sleepers.load(std::memory_order_seq_cst) != 0) window_.value.notify_all();
+  take_items(0, window);
+  wait_for(remaining_.value, remaining_.sleepers, [](uint32_t left) { return left == 0; });
+  std::exception_ptr first;
+  for (size_t i = 0; i < items_; ++i) {
+    std::exception_ptr error = std::exchange(slots_[i].error, nullptr);
+    if (error && !first) first = std::move(error);
+  }
+  if (first) std::rethrow_exception(first);
+}
+
+}  // namespace fabtwin
