@@ -230,6 +230,7 @@ TEST_CASE("TCP transport: two ranks in threads, every message acknowledged", "[h
         results[r] = t.run(plan, start, start + 10'000'000'000);
       } catch (const std::exception& e) {
         errors[r] = e.what();
+        static_cast<LocalControlGroup&>(*group[r]).abandon(e.what());
       }
     });
   }
@@ -313,6 +314,7 @@ TEST_CASE("a whole run in threads: three ranks, the measurement file of every fl
         status[r] = execute_run(run, *group[r], *transport, o, said[r]);
       } catch (const std::exception& e) {
         errors[r] = e.what();
+        static_cast<LocalControlGroup&>(*group[r]).abandon(e.what());
       }
     });
   }

@@ -63,6 +63,7 @@ TEST_CASE("a whole run over the verbs transport (fake provider): three ranks, ev
         status[r] = execute_run(run, *group[r], *transport, o, said[r]);
       } catch (const std::exception& e) {
         errors[r] = e.what();
+        static_cast<LocalControlGroup&>(*group[r]).abandon(e.what());
       }
     });
   }

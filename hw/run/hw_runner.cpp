@@ -286,6 +286,9 @@ int execute_run(const PreparedRun& run, ControlGroup& control, DataTransport& tr
   const int64_t start = monotonic_raw_ns() + lead;
   const TransportResult mine = transport.run(run.plan, start, start + allowed);
   if (observer) observer->after();
+  // A WRITE's destination cannot tell when the last byte has landed: nobody releases its queue
+  // pairs and memory until every rank's messages are done.
+  control.barrier();
   transport.close();
   // The collective generators, through NCCL, after the flows.
   CollectiveMeasurement collectives;
