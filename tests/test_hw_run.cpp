@@ -199,6 +199,16 @@ TEST_CASE("plan hash: stable for the same inputs, changed by any of them", "[hw]
             .hash != a.hash);
   CHECK(make_plan(resolve(scenario(), {"run.seed=4"}), block_mapping(4, 2), {{"transport", "tcp"}})
             .hash != a.hash);  // the permutation draws other pairs
+  // A SEND flow gets connections of its own, of its verb; the verb enters the hash.
+  const Plan send = make_plan(resolve(scenario(), {"traffic[0].verb=send"}), block_mapping(4, 2),
+                              {{"transport", "tcp"}});
+  CHECK(send.hash != a.hash);
+  const FabricSpec send_spec = resolve(scenario(), {"traffic[0].verb=send"});
+  for (const PlannedMessage& m : send.messages) {
+    for (const FlowSpec& f : send_spec.flows) {
+      if (f.id == m.flow) CHECK(send.connections[m.connection].verb == f.verb);
+    }
+  }
   // SHA-256 of "abc" (FIPS 180-2, appendix B.1).
   CHECK(sha256_hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
@@ -220,6 +230,7 @@ TEST_CASE("TCP transport: two ranks in threads, every message acknowledged", "[h
         results[r] = t.run(plan, start, start + 10'000'000'000);
       } catch (const std::exception& e) {
         errors[r] = e.what();
+        static_cast<LocalControlGroup&>(*group[r]).abandon(e.what());
       }
     });
   }
@@ -303,6 +314,7 @@ TEST_CASE("a whole run in threads: three ranks, the measurement file of every fl
         status[r] = execute_run(run, *group[r], *transport, o, said[r]);
       } catch (const std::exception& e) {
         errors[r] = e.what();
+        static_cast<LocalControlGroup&>(*group[r]).abandon(e.what());
       }
     });
   }

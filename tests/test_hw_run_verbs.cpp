@@ -19,6 +19,7 @@ using namespace fabtwin::hw;
 namespace fs = std::filesystem;
 
 TEST_CASE("a whole run over the verbs transport (fake provider): three ranks, every flow", "[hw]") {
+  const std::string verb = GENERATE("write", "send");
   const fs::path dir =
       fs::temp_directory_path() / ("fabtwin-hw-verbs-test-" + std::to_string(::getpid()));
   fs::create_directories(dir);
@@ -43,15 +44,17 @@ TEST_CASE("a whole run over the verbs transport (fake provider): three ranks, ev
       try {
         RunOptions o;
         o.scenario = FABTWIN_SOURCE_DIR "/scenarios/hw/incast_permutation.json";
-        o.sets = {"hw.transport=verbs", "hw.hosts=" + hosts.string(), "hw.warmup=0B",
-                  "hw.tx_depth=16", "hw.start_delay=1ms"};
+        o.sets = {"hw.transport=verbs",     "hw.hosts=" + hosts.string(), "hw.warmup=0B",
+                  "hw.tx_depth=16",         "hw.start_delay=1ms",         "traffic[0].verb=" + verb,
+                  "traffic[1].verb=" + verb};
         o.rank = r;
         o.out = out.string();
         const PreparedRun run = prepare_run(o);
         if (r == 0) {
           for (const PlannedMessage& m : run.plan.messages) planned += m.size.count;
         }
-        VerbsSettings v = verbs_settings(run.config);
+        VerbsSettings v = verbs_settings(run.config, run.plan);
+        CHECK(v.verb == (verb == "send" ? VerbsVerb::Send : VerbsVerb::Write));
         CHECK(v.tx_depth == 16);
         CHECK(v.inline_size == 220);
         v.device = "fake_" + std::to_string(r);
@@ -60,6 +63,7 @@ TEST_CASE("a whole run over the verbs transport (fake provider): three ranks, ev
         status[r] = execute_run(run, *group[r], *transport, o, said[r]);
       } catch (const std::exception& e) {
         errors[r] = e.what();
+        static_cast<LocalControlGroup&>(*group[r]).abandon(e.what());
       }
     });
   }
@@ -67,8 +71,24 @@ TEST_CASE("a whole run over the verbs transport (fake provider): three ranks, ev
   CHECK(errors == std::vector<std::string>(3, ""));
   CHECK(status == std::vector<int>{0, 0, 0});
   CHECK_THAT(said[0].str(), Catch::Contains("10 of 10 completed") && Catch::Contains("verbs"));
-  CHECK(fabric.bytes_written() == planned);  // every byte of the plan, written once
+  // Every byte of the plan, written (or sent) once.
+  CHECK((verb == "send" ? fabric.bytes_sent() : fabric.bytes_written()) == planned);
   const Comparison c = compare_files(out.string(), out.string());
   REQUIRE(c.tables.size() == 1);
   CHECK(c.tables[0].matched.size() == 10);
+}
+
+TEST_CASE("verbs settings: one verb per run, a plan with both refused", "[hw]") {
+  const fs::path file = FABTWIN_SOURCE_DIR "/scenarios/hw/incast_permutation.json";
+  const auto settings = [&](const std::vector<std::string>& sets) {
+    RunOptions o;
+    o.scenario = file.string();
+    o.sets = sets;
+    const PreparedRun run = prepare_run(o);
+    return verbs_settings(run.config, run.plan);
+  };
+  CHECK(settings({}).verb == VerbsVerb::Write);
+  CHECK(settings({"traffic[0].verb=send", "traffic[1].verb=send"}).verb == VerbsVerb::Send);
+  CHECK_THROWS_WITH(settings({"traffic[0].verb=send"}),
+                    Catch::Contains("both RDMA WRITE and SEND"));
 }

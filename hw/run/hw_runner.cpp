@@ -234,7 +234,7 @@ std::unique_ptr<DataTransport> make_transport(const PreparedRun& run) {
     return std::make_unique<TcpTransport>(o);
   }
 #ifdef FABTWIN_HW_VERBS
-  return make_verbs_transport(verbs_settings(run.config));
+  return make_verbs_transport(verbs_settings(run.config, run.plan));
 #else
   throw std::runtime_error(
       "hw.transport = verbs: this fabtwin-hw was built without the verbs transport (hw/verbs), "
@@ -286,6 +286,9 @@ int execute_run(const PreparedRun& run, ControlGroup& control, DataTransport& tr
   const int64_t start = monotonic_raw_ns() + lead;
   const TransportResult mine = transport.run(run.plan, start, start + allowed);
   if (observer) observer->after();
+  // A WRITE's destination cannot tell when the last byte has landed: nobody releases its queue
+  // pairs and memory until every rank's messages are done.
+  control.barrier();
   transport.close();
   // The collective generators, through NCCL, after the flows.
   CollectiveMeasurement collectives;
@@ -386,8 +389,18 @@ int execute_run(const PreparedRun& run, ControlGroup& control, DataTransport& tr
 }
 
 #ifdef FABTWIN_HW_VERBS
-VerbsSettings verbs_settings(const HwConfig& c) {
+VerbsSettings verbs_settings(const HwConfig& c, const Plan& plan) {
   VerbsSettings v;
+  bool writes = false, sends = false;
+  for (const PlannedConnection& pc : plan.connections) {
+    (pc.verb == Verb::Send ? sends : writes) = true;
+  }
+  if (writes && sends) {
+    throw std::runtime_error(
+        "the scenario's flows use both RDMA WRITE and SEND (their generators' `verb`), and the "
+        "verbs transport runs one verb per run: run the two as separate scenarios");
+  }
+  v.verb = sends ? VerbsVerb::Send : VerbsVerb::Write;
   v.device = c.device;
   v.port = c.port;
   v.gid_index = c.gid_index;

@@ -59,8 +59,10 @@ int execute_run(const PreparedRun& run, ControlGroup& control, DataTransport& tr
                 const RunOptions& options, std::ostream& say);
 
 // The verbs transport's settings from the `hw` section (defined when the verbs transport is
-// built): device, port, GID index, traffic class, SL, tx depth, inline size, memory and GPU.
-VerbsSettings verbs_settings(const HwConfig& config);
+// built): device, port, GID index, traffic class, SL, tx depth, inline size, memory and GPU,
+// and the plan's verb (WRITE or SEND: the transport runs one verb; a plan with both is refused
+// with std::runtime_error).
+VerbsSettings verbs_settings(const HwConfig& config, const Plan& plan);
 
 // What `fabtwin-hw check` says of hw.transport on this host: for verbs, the RDMA device opened
 // (and closed); throws std::runtime_error saying what is missing.

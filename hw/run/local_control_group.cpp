@@ -12,10 +12,16 @@ struct LocalControlGroup::Shared {
   int arrived = 0;
   int taken = 0;
   std::vector<std::vector<unsigned char>> deposits, published;
+  std::string abandoned;  // why a rank gave up; empty while every rank is in
+
+  void check() const {
+    if (!abandoned.empty()) throw ControlError(abandoned);
+  }
 
   std::vector<std::vector<unsigned char>> exchange(int rank, const std::vector<unsigned char>& b) {
     std::unique_lock lock(mutex);
-    changed.wait(lock, [&] { return taken == 0; });  // the previous round fully taken
+    changed.wait(lock, [&] { return taken == 0 || !abandoned.empty(); });  // previous round taken
+    check();
     const uint64_t mine = round;
     if (deposits.empty()) deposits.resize(static_cast<size_t>(ranks));
     deposits[static_cast<size_t>(rank)] = b;
@@ -27,7 +33,8 @@ struct LocalControlGroup::Shared {
       ++round;
       changed.notify_all();
     } else {
-      changed.wait(lock, [&] { return round != mine; });
+      changed.wait(lock, [&] { return round != mine || !abandoned.empty(); });
+      check();
     }
     std::vector<std::vector<unsigned char>> out = published;
     if (--taken == 0) changed.notify_all();
@@ -41,6 +48,14 @@ std::vector<std::unique_ptr<ControlGroup>> LocalControlGroup::create(int ranks) 
   std::vector<std::unique_ptr<ControlGroup>> out;
   for (int r = 0; r < ranks; ++r) out.emplace_back(new LocalControlGroup(shared, r));
   return out;
+}
+
+void LocalControlGroup::abandon(const std::string& why) {
+  std::lock_guard lock(shared_->mutex);
+  if (shared_->abandoned.empty()) {
+    shared_->abandoned = "rank " + std::to_string(rank_) + " left the group: " + why;
+  }
+  shared_->changed.notify_all();
 }
 
 int LocalControlGroup::ranks() const {

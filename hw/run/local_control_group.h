@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "hw/control/control_group.h"
@@ -26,6 +27,10 @@ class LocalControlGroup : public ControlGroup {
   std::vector<std::vector<unsigned char>> allgather(
       const std::vector<unsigned char>& bytes) override;
   std::vector<std::vector<unsigned char>> gather(const std::vector<unsigned char>& bytes) override;
+
+  // This rank gives up (its thread failed): every call of every rank, waiting or later, throws
+  // ControlError naming it and `why`, as a network group's deadline would end the others.
+  void abandon(const std::string& why);
 
   struct Shared;
 

@@ -63,14 +63,15 @@ Plan make_plan(const FabricSpec& spec, const HostMapping& mapping,
   plan.settings = std::move(settings);
   const int qps = plan.qps_per_flow;
 
-  // Connections of every (src, dst) pair that has a flow, in (src, dst, qp) order; a pair's
-  // connections carry the DSCP of its first flow (a QP has one traffic class), so flows of one
-  // pair with different DSCPs get connections of their own.
-  std::map<std::tuple<int, int, int>, uint32_t> first_connection;  // (src, dst, dscp) -> id
-  for (const FlowSpec& f : spec.flows)
-    first_connection.emplace(std::tuple{f.src, f.dst, f.dscp}, 0);
+  // Connections of every (src, dst) pair that has a flow, in (src, dst, dscp, verb, qp) order:
+  // a queue pair has one traffic class, and its flows one verb, so flows of one pair with
+  // different DSCPs or verbs get connections of their own.
+  std::map<std::tuple<int, int, int, Verb>, uint32_t> first_connection;
+  for (const FlowSpec& f : spec.flows) {
+    first_connection.emplace(std::tuple{f.src, f.dst, f.dscp, f.verb}, 0);
+  }
   for (auto& [key, id] : first_connection) {
-    const auto [src, dst, dscp] = key;
+    const auto [src, dst, dscp, verb] = key;
     id = static_cast<uint32_t>(plan.connections.size());
     for (int qp = 0; qp < qps; ++qp) {
       PlannedConnection c;
@@ -81,11 +82,12 @@ Plan make_plan(const FabricSpec& spec, const HostMapping& mapping,
       c.dst_rank = plan.host_rank.at(dst);
       c.qp = qp;
       c.dscp = dscp;
+      c.verb = verb;
       plan.connections.push_back(c);
     }
   }
   for (const FlowSpec& f : spec.flows) {
-    const uint32_t first = first_connection.at({f.src, f.dst, f.dscp});
+    const uint32_t first = first_connection.at({f.src, f.dst, f.dscp, f.verb});
     for (int qp = 0; qp < qps; ++qp) {
       const int64_t bytes = qps == 1 ? f.size.count : part_bytes(f.size.count, qps, qp);
       if (bytes == 0) continue;
@@ -114,7 +116,8 @@ std::string plan_text(const Plan& plan) {
   for (const auto& [name, value] : plan.settings) out << "setting " << name << "=" << value << "\n";
   for (const PlannedConnection& c : plan.connections) {
     out << "connection " << c.id << " " << c.src_host << " " << c.dst_host << " " << c.src_rank
-        << " " << c.dst_rank << " " << c.qp << " " << c.dscp << "\n";
+        << " " << c.dst_rank << " " << c.qp << " " << c.dscp << " "
+        << (c.verb == Verb::Send ? "send" : "write") << "\n";
   }
   for (const PlannedMessage& m : plan.messages) {
     out << "message " << m.flow << " " << m.connection << " " << m.size.count << " " << m.start.ps

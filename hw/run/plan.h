@@ -28,6 +28,8 @@ struct PlannedConnection {
   int src_rank = 0, dst_rank = 0;  // processes
   int qp = 0;
   int dscp = 26;
+  Verb verb = Verb::Write;  // the RC operation of its flows (a pair's flows of another verb get
+                            // connections of their own)
 };
 
 // One message (a flow of the scenario, or its share on one connection).
@@ -67,7 +69,8 @@ struct Plan {
 // The hosts the scenario's flows and collectives send from or to.
 std::vector<bool> hosts_in_use(const FabricSpec& spec);
 
-// The plan (plan.cpp): one connection per (source host, destination host, qp) with qp below
+// The plan (plan.cpp): one connection per (source host, destination host, DSCP, verb, qp) with
+// qp below
 // nic.qps_per_flow, numbered in that order; each flow split over its pair's connections as the
 // simulator splits it over its queue pairs (part_bytes, host_nic.h; empty parts left out);
 // messages in (start, flow, qp) order. A pure function of its arguments; `settings` (name,
