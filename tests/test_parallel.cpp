@@ -27,12 +27,14 @@ struct Outcome {
   std::vector<std::tuple<int64_t, uint32_t, int64_t, int64_t, double>> rates;
   std::vector<std::tuple<int64_t, uint32_t, int64_t>> buffers;
   int partitions;
+  nlohmann::json engine = {};
 };
 
 Outcome run_with(const std::string& scenario, const std::vector<std::string>& sets, int threads) {
   Fabric fabric(load_scenario(fs::path(FABTWIN_SOURCE_DIR) / scenario, sets), threads);
   const RunResult r = fabric.run();
   Outcome o{r.fingerprint, json_report(r), {}, {}, {}, {}, r.partitions};
+  o.engine = o.report["engine"];
   o.report.erase("engine");  // wall clock, threads, partitions: allowed to differ
   for (const auto& q : r.queue_samples) o.queues.emplace_back(q.time.ps, q.port, q.bytes);
   for (const auto& p : r.pauses) o.pauses.emplace_back(p.port, p.priority, p.start.ps, p.end.ps);
@@ -162,6 +164,10 @@ TEST_CASE("results do not depend on the partitioner", "[parallel]") {
     const Outcome many = run_with(scenario, with, 4);
     INFO(partitioner);
     CHECK(many.partitions == 4);
+    // The report says which cut ran (METIS falls back to bfs in a build without it).
+    CHECK(many.engine["partitioner"] ==
+          (std::string(partitioner) == "metis" && !metis_available() ? "bfs" : partitioner));
+    CHECK(many.engine["cut_links"].get<int>() > 0);
     CHECK(many.fingerprint == one.fingerprint);
     CHECK(many.report == one.report);
   }

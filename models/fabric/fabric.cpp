@@ -249,6 +249,8 @@ RunResult Fabric::run(const Simulator::Progress& progress) {
   PacketPool::return_packets(pools_);
   for (const PacketPool& pool : pools_) r.peak_packets_in_pool += pool.capacity();
   r.partitions = static_cast<int>(partitioning_.partitions);
+  r.partitioner = partitioner_name(partitioning_.partitioner);
+  r.cut_links = partitioning_.cut_links;
   r.threads = run_.threads;
   r.topology = spec_.topology.kind;
   r.hosts = spec_.topology.hosts;
@@ -379,6 +381,8 @@ RunResult Fabric::run(const Simulator::Progress& progress) {
       r.peak_packets_in_pool = merged.peak_packets_in_pool;
     }
     r.partitions = static_cast<int>(partitioning_.partitions);
+    r.partitioner = partitioner_name(partitioning_.partitioner);
+    r.cut_links = partitioning_.cut_links;
   }
   return r;
 }

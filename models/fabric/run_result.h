@@ -271,6 +271,8 @@ struct RunResult {
   std::string run_id;        // one invocation's files share it (set by whoever writes them)
   int threads = 1;           // engine figures, like wall time: not part of the results
   int partitions = 1;
+  std::string partitioner = "bfs";  // the cut that ran (run.partitioner, or bfs as its fallback)
+  int cut_links = 0;                // links between partitions
   int64_t data_packets_sent = 0;
   int64_t peak_packets_in_pool = 0;
   std::string topology;

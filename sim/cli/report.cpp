@@ -357,12 +357,17 @@ void print_summary(const RunResult& r, std::ostream& out) {
     }
   }
 
-  char engine[200];
+  char partitions[80] = "";
+  if (r.partitions > 1) {
+    std::snprintf(partitions, sizeof partitions, " (%s, %d links cut)", r.partitioner.c_str(),
+                  r.cut_links);
+  }
+  char engine[300];
   std::snprintf(engine, sizeof engine,
-                "\nengine      %llu events in %.3f s wall on %d thread(s), %d partition(s): "
+                "\nengine      %llu events in %.3f s wall on %d thread(s), %d partition(s)%s: "
                 "%.2f M events/s, %.0f k data packets/s (%lld data packets)\n",
                 static_cast<unsigned long long>(r.events), r.wall_seconds, r.threads, r.partitions,
-                f.events_per_second / 1e6, f.data_packets_per_second / 1e3,
+                partitions, f.events_per_second / 1e6, f.data_packets_per_second / 1e3,
                 static_cast<long long>(r.data_packets_sent));
   out << engine;
   out << "fingerprint " << hex64(r.fingerprint) << "\n";
@@ -459,6 +464,8 @@ nlohmann::json json_report(const RunResult& r) {
   j["engine"] = {{"data_packets_sent", r.data_packets_sent},
                  {"threads", r.threads},
                  {"partitions", r.partitions},
+                 {"partitioner", r.partitioner},
+                 {"cut_links", r.cut_links},
                  {"wall_seconds", r.wall_seconds},
                  {"events_per_second", f.events_per_second},
                  {"data_packets_per_second", f.data_packets_per_second}};
