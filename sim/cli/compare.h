@@ -1,7 +1,7 @@
 // `fabtwin compare SIM.h5 HW.h5`: a simulated run against a measured one (or any two result
 // files of the schema), metric by metric. Rows are matched by their key (a flow's id, hosts and
-// size; a collective's op, type and size; a perftest tool and message size); the error of each metric is given for every
-// matched row, and rows only one file has are listed.
+// size; a collective's op, type and size; a perftest tool and message size); the error of each
+// metric is given for every matched row, and rows only one file has are listed.
 #pragma once
 
 #include <nlohmann/json.hpp>
