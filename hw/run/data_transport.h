@@ -20,8 +20,8 @@ struct MessageTiming {
   uint32_t connection = 0;
   int64_t bytes = 0;
   int64_t posted_ns = -1;
-  int64_t completed_ns = -1;   // -1: not completed before the deadline
-  int64_t received_ns = -1;    // at the destination: the last byte arrived (if it can tell)
+  int64_t completed_ns = -1;  // -1: not completed before the deadline
+  int64_t received_ns = -1;   // at the destination: the last byte arrived (if it can tell)
   bool completed = false;
 };
 
@@ -33,8 +33,8 @@ struct ConnectionTiming {
 };
 
 struct TransportResult {
-  std::vector<MessageTiming> messages;       // messages this process sent
-  std::vector<MessageTiming> received;       // messages this process received
+  std::vector<MessageTiming> messages;        // messages this process sent
+  std::vector<MessageTiming> received;        // messages this process received
   std::vector<ConnectionTiming> connections;  // connections whose source is this process
   std::vector<std::pair<std::string, std::string>> properties;  // e.g. device, gid, mtu
 };
