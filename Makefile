@@ -19,7 +19,8 @@ DEBIAN_PACKAGES = build-essential cmake pkg-config \
   python3-h5py python3-matplotlib python3-numpy python3-ipykernel python3-nbformat python3-jsonschema \
   jupyter-nbconvert clang libclang-rt-14-dev \
   libssl-dev \
-  libmetis-dev
+  libmetis-dev \
+  libnlopt-cxx-dev libeigen3-dev
 
 SUDO = $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
