@@ -23,6 +23,7 @@
 #include "models/fabric/fabric_spec.h"
 #include "models/nic/host_nic.h"
 #include "sim/cli/compare.h"
+#include "sim/sha256.h"
 #include "sim/scenario_file.h"
 
 using namespace fabtwin;

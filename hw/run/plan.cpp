@@ -1,7 +1,5 @@
 #include "hw/run/plan.h"
 
-#include <openssl/evp.h>
-
 #include <algorithm>
 #include <map>
 #include <sstream>
@@ -12,6 +10,7 @@
 #include "models/collectives/nccl_plan.h"
 #include "models/fabric/fabric_spec.h"
 #include "models/nic/host_nic.h"
+#include "sim/sha256.h"
 
 namespace fabtwin::hw {
 
@@ -132,21 +131,6 @@ std::string plan_text(const Plan& plan) {
     out << "\n";
   }
   return out.str();
-}
-
-std::string sha256_hex(const std::string& bytes) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  if (EVP_Digest(bytes.data(), bytes.size(), digest, &length, EVP_sha256(), nullptr) != 1) {
-    throw std::runtime_error("SHA-256 failed (OpenSSL EVP_Digest)");
-  }
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < length; ++i) {
-    out += hex[digest[i] >> 4];
-    out += hex[digest[i] & 15];
-  }
-  return out;
 }
 
 }  // namespace fabtwin::hw

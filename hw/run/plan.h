@@ -81,7 +81,4 @@ Plan make_plan(const FabricSpec& spec, const HostMapping& mapping,
 // The canonical text the hash is taken of: one line per item, in a fixed order.
 std::string plan_text(const Plan& plan);
 
-// Hex SHA-256 of `bytes` (OpenSSL libcrypto).
-std::string sha256_hex(const std::string& bytes);
-
 }  // namespace fabtwin::hw

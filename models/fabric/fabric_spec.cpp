@@ -89,9 +89,39 @@ const BoundParams<OutputConfig> kOutputParams{
 
 // `hw` belongs to the hardware backend (hw/run/hw_config.h): the simulator ignores it, and the
 // commands that run a scenario read it strictly there.
-const std::set<std::string> kSections{"topology", "fabric",      "nic",    "routing", "traffic",
-                                      "gpu",      "nccl",        "run",    "output",  "events",
-                                      "hw",       "description", "$schema"};
+const std::set<std::string> kSections{"topology", "fabric",      "nic",     "routing",    "traffic",
+                                      "gpu",      "nccl",        "run",     "output",     "events",
+                                      "hw",       "description", "$schema", "calibration"};
+
+// `calibration`: where a calibrated parameter file came from (fabtwin calibrate writes it beside
+// the fitted values); provenance for the reader, not simulated.
+const ParamGroup kCalibrationParams{
+    "calibration",
+    "calibration",
+    "Provenance of calibrated parameters (written by fabtwin calibrate; not simulated)",
+    {{"fabtwin_version", ParamType::Text, "\"\"", "fabtwin version that fitted the values",
+      "fabtwin calibrate"},
+     {"date", ParamType::Text, "\"\"", "date of the fit (UTC, YYYY-MM-DD)", "fabtwin calibrate"},
+     {"cases", ParamType::List, "[]",
+      "each measurement fitted to: label, file, its SHA-256, source, scenario, cc, nodes, ranks",
+      "fabtwin calibrate"},
+     {"set", ParamType::List, "[]", "the --set overrides applied to every scenario",
+      "fabtwin calibrate"},
+     {"fit_slice", ParamType::Text, "\"\"", "the slice of measured rows fitted on",
+      "fabtwin calibrate"},
+     {"held_out_slice", ParamType::Text, "\"\"", "the slice validated on", "fabtwin calibrate"},
+     {"weights", ParamType::List, "{}", "weight of each metric family in the objective",
+      "fabtwin calibrate"},
+     {"fitted", ParamType::List, "{}",
+      "each fitted parameter: value, initial value, range, standard error, status",
+      "fabtwin calibrate"},
+     {"not_identified", ParamType::List, "{}",
+      "parameters the measurements could not identify, with the reason", "fabtwin calibrate"},
+     {"objective", ParamType::List, "{}", "objective before and after, and the method",
+      "fabtwin calibrate"},
+     {"mean_abs_relative_error", ParamType::List, "{}",
+      "mean |relative error| per family after the fit, in_sample and held_out",
+      "fabtwin calibrate"}}};
 
 const ParamGroup kFabricParams{"fabric",
                                "fabric",
@@ -114,11 +144,20 @@ void check_sections(const nlohmann::json& root) {
       throw ScenarioError(key,
                           "unknown section; a scenario has topology, fabric, nic, routing, "
                           "traffic, gpu, nccl, run, output, events, hw (and extends, description, "
-                          "$schema)");
+                          "calibration, $schema)");
     }
   }
   if (root.contains("description") && !root["description"].is_string()) {
     throw ScenarioError("description", "expected text, found " + json_text(root["description"]));
+  }
+  if (root.contains("calibration")) {
+    if (!root["calibration"].is_object()) {
+      throw ScenarioError("calibration",
+                          "expected an object, found " + json_text(root["calibration"]));
+    }
+    ParamReader calibration(root["calibration"], "calibration", kCalibrationParams);
+    for (const Param& p : kCalibrationParams.params) calibration.raw(p.key);
+    calibration.finish();
   }
   ParamReader fabric(section(root, "fabric"), "fabric", kFabricParams);
   for (const char* key : {"link", "switch", "pfc", "ecn", "qos", "deadlock"}) fabric.raw(key);
@@ -298,6 +337,7 @@ std::vector<const ParamGroup*> all_param_groups() {
   for (const ParamGroup* g : collective_param_groups()) groups.push_back(g);
   groups.push_back(&kRunParams.group());
   groups.push_back(&kOutputParams.group());
+  groups.push_back(&kCalibrationParams);
   return groups;
 }
 

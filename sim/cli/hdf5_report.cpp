@@ -12,6 +12,7 @@
 #include "sim/cli/record_columns.h"
 #include "sim/cli/report.h"
 #include "sim/hdf5_file.h"
+#include "validate/calibration/calibration_report.h"
 
 namespace fabtwin {
 namespace {
@@ -213,6 +214,7 @@ std::vector<std::pair<std::string, std::string>> schema_blocks() {
   for_each_collective_table(none, block);
   for_each_fluid_table(FluidResult{}, block);
   for_each_measurement_table(MeasurementFile{}, block);
+  calibration::for_each_calibration_table(calibration::Report{}, block);
   return blocks;
 }
 

@@ -12,6 +12,7 @@
 #include "models/fabric/fabric.h"
 #include "sim/atomic_file.h"
 #include "sim/cli/bench.h"
+#include "sim/cli/calibrate.h"
 #include "sim/cli/compare.h"
 #include "sim/cli/deadlock.h"
 #include "sim/cli/describe.h"
@@ -70,6 +71,12 @@ constexpr const char* kUsage =
     "                      metric by metric error of A (a simulated run) against B (a\n"
     "                      measurement): rows matched by key, unmatched rows listed; exit 1 if\n"
     "                      nothing matches\n"
+    "  calibrate --measured M.h5 [--scenario S.json] [--fit PARAM[=LO:HI]]...\n"
+    "      [--fit-on SLICE] [--predict SLICE] [--weight FAMILY=W]... [--out PARAMS.json]\n"
+    "      [--json FILE|-] [--report FILE.h5] [--jobs N] [--state DIR]\n"
+    "                      fit the model's parameters to measurements with the simulator in\n"
+    "                      the loop, on one slice of the measured rows, and report the error\n"
+    "                      on the held-out rest (docs/calibration.md)\n"
     "\n"
     "options: --help, --version\n";
 
@@ -196,6 +203,7 @@ int main(int argc, char** argv) {
     if (command == "sweep") return command_sweep(args, transport);
     if (command == "import") return command_import(args);
     if (command == "compare") return command_compare(args);
+    if (command == "calibrate") return command_calibrate(args);
     std::cerr << "fabtwin: unknown command \"" << command << "\"\n\n" << kUsage;
     return 2;
   } catch (const ScenarioError& e) {

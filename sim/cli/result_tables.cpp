@@ -1,0 +1,173 @@
+#include "sim/cli/result_tables.h"
+
+#include <cstring>
+#include <iomanip>
+#include <limits>
+#include <sstream>
+#include <stdexcept>
+
+namespace fabtwin {
+
+const std::vector<TableSpec>& table_specs() {
+  static const std::vector<TableSpec> specs{
+      {"collectives/results", {"op", "type", "size"}, {"time_us", "algbw", "busbw"}},
+      {"flows", {"id", "src", "dst", "size_bytes"}, {"fct_ps", "goodput_bps"}},
+      {"perftest/bandwidth",
+       {"test", "sl", "bytes"},
+       {"bw_average_bps", "bw_peak_bps", "msg_rate_mpps"}},
+      {"perftest/latency",
+       {"test", "bytes"},
+       {"t_typical_ps", "t_avg_ps", "t_min_ps", "t_max_ps", "t_p99_ps", "t_p999_ps"}},
+  };
+  return specs;
+}
+
+ResultFile::ResultFile(const std::string& path) : path_(path) {
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  if (H5Fis_hdf5(path.c_str()) <= 0) fail("is not an HDF5 file");
+  file_ = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (file_ < 0) fail("cannot be opened");
+  if (H5Aexists(file_, "schema_version") <= 0)
+    fail("has no schema_version: not a fabtwin result file");
+}
+
+ResultFile::~ResultFile() {
+  if (file_ >= 0) H5Fclose(file_);
+}
+
+std::string ResultFile::text_attribute(const char* name) const {
+  if (H5Aexists(file_, name) <= 0) return "";
+  const hid_t a = H5Aopen(file_, name, H5P_DEFAULT);
+  const hid_t type = H5Aget_type(a);
+  std::string value;
+  if (H5Tget_class(type) == H5T_STRING && H5Tis_variable_str(type) > 0) {
+    char* s = nullptr;
+    const hid_t mem = H5Tcopy(H5T_C_S1);
+    H5Tset_size(mem, H5T_VARIABLE);
+    H5Tset_cset(mem, H5Tget_cset(type));
+    if (H5Aread(a, mem, &s) >= 0 && s != nullptr) value = s;
+    if (s != nullptr) H5free_memory(s);
+    H5Tclose(mem);
+  }
+  H5Tclose(type);
+  H5Aclose(a);
+  return value;
+}
+
+bool ResultFile::has_table(const std::string& name) const {
+  size_t from = 0;
+  while (true) {
+    const size_t slash = name.find('/', from);
+    const std::string prefix = name.substr(0, slash);
+    if (H5Lexists(file_, prefix.c_str(), H5P_DEFAULT) <= 0) return false;
+    if (slash == std::string::npos) return true;
+    from = slash + 1;
+  }
+}
+
+size_t ResultFile::rows(const std::string& table) const {
+  const hid_t d = H5Dopen2(file_, table.c_str(), H5P_DEFAULT);
+  const hid_t space = H5Dget_space(d);
+  hsize_t n = 0;
+  H5Sget_simple_extent_dims(space, &n, nullptr);
+  H5Sclose(space);
+  H5Dclose(d);
+  return static_cast<size_t>(n);
+}
+
+bool ResultFile::has_column(const std::string& table, const char* column) const {
+  const hid_t d = H5Dopen2(file_, table.c_str(), H5P_DEFAULT);
+  const hid_t type = H5Dget_type(d);
+  const bool has = H5Tget_member_index(type, column) >= 0;
+  H5Tclose(type);
+  H5Dclose(d);
+  return has;
+}
+
+std::vector<std::string> ResultFile::text_column(const std::string& table,
+                                                 const char* column) const {
+  const hid_t d = H5Dopen2(file_, table.c_str(), H5P_DEFAULT);
+  const hid_t type = H5Dget_type(d);
+  const int index = H5Tget_member_index(type, column);
+  if (index < 0) fail("has no column " + std::string(column) + " in /" + table);
+  const hid_t member = H5Tget_member_type(type, static_cast<unsigned>(index));
+  const size_t n = rows(table);
+  std::vector<std::string> out(n);
+  if (H5Tget_class(member) == H5T_STRING) {
+    const size_t width = H5Tget_size(member);
+    const hid_t mem = H5Tcreate(H5T_COMPOUND, width);
+    const hid_t str = H5Tcopy(H5T_C_S1);
+    H5Tset_size(str, width);
+    H5Tset_strpad(str, H5T_STR_NULLPAD);
+    H5Tinsert(mem, column, 0, str);
+    std::vector<char> data(n * width);
+    if (n > 0 && H5Dread(d, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data()) < 0)
+      fail("cannot read /" + table);
+    for (size_t i = 0; i < n; ++i) {
+      const char* s = data.data() + i * width;
+      out[i] = std::string(s, strnlen(s, width));
+    }
+    H5Tclose(str);
+    H5Tclose(mem);
+  } else {
+    const std::vector<double> numbers = read_numbers(d, column, n);
+    for (size_t i = 0; i < n; ++i) {
+      std::ostringstream text;
+      text << std::setprecision(17) << numbers[i];
+      out[i] = text.str();
+    }
+  }
+  H5Tclose(member);
+  H5Tclose(type);
+  H5Dclose(d);
+  return out;
+}
+
+std::vector<double> ResultFile::number_column(const std::string& table, const char* column) const {
+  const hid_t d = H5Dopen2(file_, table.c_str(), H5P_DEFAULT);
+  std::vector<double> out = read_numbers(d, column, rows(table));
+  H5Dclose(d);
+  return out;
+}
+
+std::vector<double> ResultFile::read_numbers(hid_t d, const char* column, size_t n) const {
+  const hid_t mem = H5Tcreate(H5T_COMPOUND, sizeof(double));
+  H5Tinsert(mem, column, 0, H5T_NATIVE_DOUBLE);
+  std::vector<double> out(n);
+  if (n > 0 && H5Dread(d, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()) < 0) {
+    H5Tclose(mem);
+    fail(std::string("cannot read the column ") + column + " as numbers");
+  }
+  H5Tclose(mem);
+  return out;
+}
+
+void ResultFile::fail(const std::string& what) const {
+  throw std::runtime_error("'" + path_ + "' " + what);
+}
+
+KeyedRows keyed_rows(const ResultFile& f, const TableSpec& spec) {
+  KeyedRows out;
+  if (!f.has_table(spec.table)) return out;
+  std::vector<std::vector<std::string>> keys;
+  for (const char* k : spec.keys) keys.push_back(f.text_column(spec.table, k));
+  std::vector<std::vector<double>> metrics;
+  for (const char* m : spec.metrics) {
+    metrics.push_back(
+        f.has_column(spec.table, m)
+            ? f.number_column(spec.table, m)
+            : std::vector<double>(f.rows(spec.table), std::numeric_limits<double>::quiet_NaN()));
+  }
+  for (size_t i = 0; i < f.rows(spec.table); ++i) {
+    std::string key;
+    for (const auto& column : keys) key += (key.empty() ? "" : " ") + column[i];
+    if (out.values.count(key)) continue;
+    std::vector<double> v;
+    for (const auto& column : metrics) v.push_back(column[i]);
+    out.order.push_back(key);
+    out.values[key] = v;
+  }
+  return out;
+}
+
+}  // namespace fabtwin
