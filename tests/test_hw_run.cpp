@@ -23,8 +23,8 @@
 #include "models/fabric/fabric_spec.h"
 #include "models/nic/host_nic.h"
 #include "sim/cli/compare.h"
-#include "sim/sha256.h"
 #include "sim/scenario_file.h"
+#include "sim/sha256.h"
 
 using namespace fabtwin;
 using namespace fabtwin::hw;

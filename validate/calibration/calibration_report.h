@@ -109,7 +109,8 @@ constexpr auto record_fields(std::type_identity<SliceRecord>) {
       field("max_after", &SliceRecord::max_after, "",
             "Largest absolute relative error with the calibrated values."),
       field("alpha_beta", &SliceRecord::alpha_beta, "",
-            "Mean absolute relative error of the alpha-beta model fitted on the same slice (NaN where it "
+            "Mean absolute relative error of the alpha-beta model fitted on the same slice (NaN "
+            "where it "
             "does not apply)."),
   };
 }
