@@ -913,6 +913,59 @@ TEST_CASE("a collective's first slice starts exactly one launch latency in", "[c
   }
 }
 
+TEST_CASE("per-algorithm step latencies: auto is the generic one, point-to-point keeps it",
+          "[collectives][step_latency]") {
+  nlohmann::json scenario =
+      rail(2, 2,
+           {{"type", "collective"}, {"op", "all_reduce"}, {"algorithm", "ring"}, {"size", "1MiB"}});
+  scenario["traffic"].push_back(
+      {{"type", "collective"}, {"op", "all_reduce"}, {"algorithm", "tree"}, {"size", "1MiB"}});
+  scenario["traffic"].push_back({{"type", "collective"}, {"op", "all_to_all"}, {"size", "1MiB"}});
+  const auto ops_of = [](const nlohmann::json& s) {
+    return Fabric(document(s), 1).collectives().ops;
+  };
+  const std::vector<CollectiveOp> plain = ops_of(scenario);
+  REQUIRE(plain.size() == 3);
+  for (const CollectiveOp& op : plain) {
+    CHECK(op.net_step_latency == microseconds(11));
+    CHECK(op.nvlink_step_latency == nanoseconds(3400));
+  }
+  scenario["nccl"] = {{"net_step_latency", "12us"},
+                      {"tree_net_step_latency", "20us"},
+                      {"ring_nvlink_step_latency", "2us"},
+                      {"tree_nvlink_step_latency", "auto"}};
+  const std::vector<CollectiveOp> set = ops_of(scenario);
+  CHECK(set[0].net_step_latency == microseconds(12));  // ring: the generic one
+  CHECK(set[0].nvlink_step_latency == microseconds(2));
+  CHECK(set[1].net_step_latency == microseconds(20));  // tree
+  CHECK(set[1].nvlink_step_latency == nanoseconds(3400));
+  CHECK(set[2].net_step_latency == microseconds(12));  // all-to-all: point-to-point
+  CHECK(set[2].nvlink_step_latency == nanoseconds(3400));
+
+  scenario["nccl"] = {{"tree_net_step_latency", "-1us"}};
+  CHECK_THROWS_WITH(ops_of(scenario), Catch::Contains("nccl.tree_net_step_latency"));
+  scenario["nccl"] = {{"ring_nvlink_step_latency", "soon"}};
+  CHECK_THROWS_WITH(ops_of(scenario), Catch::Contains("nccl.ring_nvlink_step_latency"));
+}
+
+TEST_CASE("a ring's own step latency lengthens each of its network steps by the difference",
+          "[collectives][step_latency]") {
+  // Two ranks on two nodes: a small ring all-reduce is 2 (n - 1) = 2 network steps in a row.
+  nlohmann::json scenario =
+      rail(2, 1,
+           {{"type", "collective"}, {"op", "all_reduce"}, {"algorithm", "ring"}, {"size", "4KiB"}});
+  const auto time_of = [&](const nlohmann::json& nccl) {
+    scenario["nccl"] = nccl;
+    const RunResult r = run(scenario);
+    REQUIRE(r.collectives.size() == 1);
+    return std::make_pair(r.collectives[0].end - r.collectives[0].start, r.fingerprint);
+  };
+  const auto plain = time_of(nlohmann::json::object());
+  CHECK(time_of({{"ring_net_step_latency", "11us"}}) == plain);  // the generic value
+  CHECK(time_of({{"tree_net_step_latency", "30us"}}) == plain);  // not a tree
+  CHECK(time_of({{"ring_net_step_latency", "16us"}}).first - plain.first == microseconds(10));
+}
+
 TEST_CASE("a size sweep: nccl-tests sizes in order, times growing with size", "[collectives]") {
   const nlohmann::json scenario = rail(2, 2,
                                        {{"type", "collective"},

@@ -197,6 +197,21 @@ TEST_CASE("profiles and overrides are read with their knob names", "[dcqcn][scen
   }
 }
 
+TEST_CASE("nic.cc.cnp_delay: 0 in both profiles, a time of 0 or more, DCQCN's only",
+          "[dcqcn][scenario][cnp_delay]") {
+  for (const DcqcnConfig& d : {paper(), connectx()}) CHECK(d.cnp_delay == Time{});
+  const auto cc = [](const nlohmann::json& knobs) {
+    return read_cc_config({{"nic", {{"cc", knobs}}}});
+  };
+  CHECK(
+      cc({{"algorithm", "dcqcn"}, {"profile", "connectx"}, {"cnp_delay", "2us"}}).dcqcn.cnp_delay ==
+      microseconds(2));
+  CHECK_THROWS_WITH(cc({{"algorithm", "dcqcn"}, {"cnp_delay", "-2us"}}),
+                    Catch::Contains("at nic.cc.cnp_delay"));
+  CHECK_THROWS_WITH(cc({{"algorithm", "dctcp"}, {"cnp_delay", "2us"}}),
+                    Catch::Contains("at nic.cc.cnp_delay") && Catch::Contains("dcqcn"));
+}
+
 TEST_CASE("the notification point sends at most one CNP per queue pair per interval",
           "[dcqcn][run]") {
   const nlohmann::json scenario = {

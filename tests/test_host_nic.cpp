@@ -185,6 +185,38 @@ TEST_CASE("nic: a message is segmented at the MTU and sent back to back at line 
   CHECK(b.nic->data_packets_sent() == 3);
 }
 
+TEST_CASE("nic: message_overhead holds a flow's first packet back by exactly the overhead",
+          "[nic][message_overhead]") {
+  NicConfig c = base_config();
+  c.message_overhead = nanoseconds(380);
+  NicBench b(c);
+  b.send_flow(10'000, microseconds(1));
+  b.nic->begin();
+  b.peer->ack(microseconds(5), PacketType::Ack, 3);
+  b.sim.run(microseconds(100));
+
+  const std::vector<Seen> data = b.peer->of(PacketType::Data);
+  REQUIRE(data.size() == 3);
+  const int frames[] = {kFirstFrame, kFullFrame, 62 + 1808};
+  Time sent = microseconds(1) + nanoseconds(380);
+  for (uint32_t i = 0; i < 3; ++i) {
+    CHECK(data[i].time == sent + wire(frames[i]) + kDelay);
+    CHECK(data[i].timestamp == sent);
+    sent += wire(frames[i]);
+  }
+  const FlowRecord r = b.record();
+  CHECK(r.spec.start == microseconds(1));  // the message was posted at its start
+  CHECK(r.completed);
+}
+
+TEST_CASE("nic.message_overhead is a time of 0 or more, 0 by default", "[nic][message_overhead]") {
+  CHECK(HostNic::read_config({}).message_overhead == Time{});
+  CHECK(HostNic::read_config({{"nic", {{"message_overhead", "0.5us"}}}}).message_overhead ==
+        nanoseconds(500));
+  CHECK_THROWS_WITH(HostNic::read_config({{"nic", {{"message_overhead", "-1us"}}}}),
+                    Catch::Contains("nic.message_overhead"));
+}
+
 TEST_CASE("nic: DMA reads slower than the link pace the packets at the payload's read time",
           "[nic]") {
   NicConfig c = base_config();
@@ -319,6 +351,33 @@ TEST_CASE("nic: the notification point sends one CNP per min_time_between_cnps",
   std::vector<FlowRecord> records(1);
   b.nic->collect(records);
   CHECK(records[0].cnps_sent == 3);
+}
+
+TEST_CASE("nic: cnp_delay sends each CNP exactly that long after the mark that called for it",
+          "[nic][dcqcn][cnp_delay]") {
+  NicConfig c = base_config();
+  c.cc.algorithm = CcAlgorithm::Dcqcn;
+  c.cc.dcqcn.min_time_between_cnps = microseconds(50);
+  c.cc.dcqcn.cnp_dscp = 48;
+  c.cc.dcqcn.cnp_delay = microseconds(3);
+  c.dscp_to_priority[48] = 6;
+  NicBench b(c);
+  b.nic->add_receive_qp({0, 1, 0, Bytes{100 * 4096}, Time{}, 0}, 7);
+  b.nic->begin();
+  // The rate limit is judged at the marked arrivals, as without a delay: 1, 51 and 102 us.
+  const int ce_at_us[] = {1, 2, 30, 51, 52, 100, 102};
+  for (uint32_t i = 0; i < 7; ++i) b.peer->data(microseconds(ce_at_us[i]), i, 4096, Ecn::Ce);
+  b.sim.run(microseconds(200));
+
+  const std::vector<Seen> cnps = b.peer->of(PacketType::Cnp);
+  REQUIRE(cnps.size() == 3);
+  const int marked_us[] = {1, 51, 102};
+  for (size_t i = 0; i < 3; ++i) {
+    CHECK(cnps[i].time == microseconds(marked_us[i]) + microseconds(3) + wire(kCnpFrame) + kDelay);
+    CHECK(cnps[i].timestamp == microseconds(marked_us[i]) + microseconds(3));
+    CHECK(cnps[i].sender_qp == 7);
+  }
+  CHECK(b.nic->ports()[0].counters[6].cnp_sent == 3);
 }
 
 TEST_CASE("nic: a slow receive buffer sends XOFF at rx_xoff, refreshes it, XON at rx_xon",

@@ -149,6 +149,129 @@ TEST_CASE("egress queues are served in strict priority", "[switch]") {
   CHECK(b.hosts[1]->arrivals[high].priority == 6);
 }
 
+namespace {
+
+// The star bench with `forwarding` and `port_to_port_latency` set on its switch.
+StarBench forwarding_bench(const std::string& forwarding, Time latency) {
+  return StarBench(
+      StarBench::config_with({{"switch",
+                               {{"buffer", "1MB"},
+                                {"forwarding", forwarding},
+                                {"port_to_port_latency", std::to_string(latency.ps) + "ps"}}}}));
+}
+
+// Host `h`'s link (both ends) at `rate`, the switch's buffer and PFC left as sized for 100 Gb/s.
+void set_host_link_rate(StarBench& b, int h, BitsPerSec rate) {
+  Link l = b.topology.links[static_cast<size_t>(h)];
+  l.rate = rate;
+  wire(l, b.sw->ports()[l.a_port], b.hosts[static_cast<size_t>(h)]->ports()[l.b_port]);
+}
+
+}  // namespace
+
+TEST_CASE("store and forward with a port-to-port latency: the latency once per switch",
+          "[switch][forwarding]") {
+  const Time latency = nanoseconds(600);
+  StarBench b = forwarding_bench("store_and_forward", latency);
+  b.hosts[0]->send(b.packet(0, 1, 0, 1000));
+  b.sim.run(nanoseconds(1500));  // the frame is in the switch's pipeline: its buffer holds it
+  const int frame = roce::data_frame(1000, false);
+  CHECK(b.sw->buffer().used() == frame);
+  b.sim.run(parse_time("1ms"));
+  REQUIRE(b.hosts[1]->arrivals.size() == 1);
+  const Time wire = roce::wire_time(frame, parse_rate("100Gbps"));
+  CHECK(b.hosts[1]->arrivals[0].time == (wire + parse_time("1us")) * 2 + latency);
+  CHECK(b.sw->buffer().used() == 0);
+  CHECK(b.pool.in_use() == 0);
+}
+
+TEST_CASE("cut-through on an idle switch: one wire time, the propagation delays and the latency",
+          "[switch][forwarding]") {
+  const Time wire = roce::wire_time(roce::data_frame(1000, false), parse_rate("100Gbps"));
+  REQUIRE(wire == Time{86'560});
+  // Shorter than the frame's wire time (it starts before its last bit is in), longer (it
+  // waits in the pipeline), and none at all.
+  for (const Time latency : {nanoseconds(50), nanoseconds(600), Time{}}) {
+    INFO(latency.ps << " ps");
+    StarBench b = forwarding_bench("cut_through", latency);
+    b.hosts[0]->send(b.packet(0, 1, 0, 1000));
+    b.sim.run(parse_time("1ms"));
+    REQUIRE(b.hosts[1]->arrivals.size() == 1);
+    CHECK(b.hosts[1]->arrivals[0].time == wire + parse_time("1us") * 2 + latency);
+    CHECK(b.sw->ports()[1].busy_time == wire);
+    CHECK(b.sw->buffer().used() == 0);
+  }
+}
+
+TEST_CASE("cut-through: back-to-back frames stream through one wire time apart",
+          "[switch][forwarding]") {
+  const Time latency = nanoseconds(50);
+  StarBench b = forwarding_bench("cut_through", latency);
+  for (uint32_t i = 0; i < 10; ++i) b.hosts[0]->send(b.packet(0, 1, i, 4096));
+  b.sim.run(parse_time("1ms"));
+  REQUIRE(b.hosts[1]->arrivals.size() == 10);
+  const Time wire = roce::wire_time(roce::data_frame(4096, false), parse_rate("100Gbps"));
+  for (size_t i = 0; i < 10; ++i) {
+    CHECK(b.hosts[1]->arrivals[i].time ==
+          wire * static_cast<int64_t>(i + 1) + parse_time("1us") * 2 + latency);
+  }
+}
+
+TEST_CASE("cut-through falls back to store and forward behind a busy egress",
+          "[switch][forwarding]") {
+  // A short and a long frame sent at once to one receiver: their first bits reach the switch
+  // together. The short one's last bit is in first and it cuts through; the long one finds the
+  // egress busy and leaves only once it is all in, latency after.
+  const Time latency = nanoseconds(50);
+  const Time d = parse_time("1us");
+  StarBench b = forwarding_bench("cut_through", latency);
+  b.hosts[0]->send(b.packet(0, 1, 0, 4096));
+  b.hosts[2]->send(b.packet(2, 1, 1, 1000));
+  b.sim.run(parse_time("1ms"));
+  REQUIRE(b.hosts[1]->arrivals.size() == 2);
+  const Time small = roce::wire_time(roce::data_frame(1000, false), parse_rate("100Gbps"));
+  const Time large = roce::wire_time(roce::data_frame(4096, false), parse_rate("100Gbps"));
+  CHECK(b.hosts[1]->arrivals[0].psn == 1);
+  CHECK(b.hosts[1]->arrivals[0].time == small + d * 2 + latency);
+  CHECK(b.hosts[1]->arrivals[1].psn == 0);
+  CHECK(b.hosts[1]->arrivals[1].time == (large + d) * 2 + latency);
+}
+
+TEST_CASE("cut-through falls back to store and forward from a slower ingress",
+          "[switch][forwarding]") {
+  const Time latency = nanoseconds(50);
+  const Time d = parse_time("1us");
+  const int frame = roce::data_frame(1000, false);
+  const Time out = roce::wire_time(frame, parse_rate("100Gbps"));
+  {  // 25 Gb/s into 100 Gb/s: the egress would run dry; the frame waits for its last bit
+    StarBench b = forwarding_bench("cut_through", latency);
+    set_host_link_rate(b, 0, parse_rate("25Gbps"));
+    b.hosts[0]->send(b.packet(0, 1, 0, 1000));
+    b.sim.run(parse_time("1ms"));
+    REQUIRE(b.hosts[1]->arrivals.size() == 1);
+    const Time in = roce::wire_time(frame, parse_rate("25Gbps"));
+    CHECK(b.hosts[1]->arrivals[0].time == in + d + latency + out + d);
+  }
+  {  // 400 Gb/s into 100 Gb/s: cut through, the last bit leaving long after it arrived
+    StarBench b = forwarding_bench("cut_through", latency);
+    set_host_link_rate(b, 0, parse_rate("400Gbps"));
+    b.hosts[0]->send(b.packet(0, 1, 0, 1000));
+    b.sim.run(parse_time("1ms"));
+    REQUIRE(b.hosts[1]->arrivals.size() == 1);
+    CHECK(b.hosts[1]->arrivals[0].time == d + latency + out + d);
+  }
+}
+
+TEST_CASE("fabric.switch.forwarding and port_to_port_latency are checked", "[switch][forwarding]") {
+  const SwitchConfig defaults = StarBench::config_with(nlohmann::json::object());
+  CHECK_FALSE(defaults.cut_through);
+  CHECK(defaults.port_to_port_latency == Time{});
+  CHECK_THROWS_WITH(StarBench::config_with({{"switch", {{"forwarding", "wormhole"}}}}),
+                    Catch::Contains("fabric.switch.forwarding"));
+  CHECK_THROWS_WITH(StarBench::config_with({{"switch", {{"port_to_port_latency", "-1us"}}}}),
+                    Catch::Contains("fabric.switch.port_to_port_latency"));
+}
+
 TEST_CASE("topology builders wire the published shapes", "[topology]") {
   const Topology ft = build_fat_tree(8, parse_rate("100Gbps"), parse_time("1us"));
   CHECK(ft.hosts == 128);

@@ -81,6 +81,22 @@ TEST_CASE("a lossy fat-tree with drops and retransmissions: identical for 1 to 1
                    "fabric.switch.buffer=300KB", "nic.ack_timeout=50us"});
 }
 
+TEST_CASE(
+    "cut-through, port-to-port latency, message overhead, CNP delay: identical for 1 to 16 "
+    "threads",
+    "[parallel][forwarding]") {
+  // A latency below and above a full frame's wire time (334 ns at 100 Gb/s): frames that cut
+  // through start before their last bit is in, or wait in the pipeline.
+  for (const std::string latency : {"200ns", "600ns"}) {
+    check_identical("scenarios/default.json",
+                    {"run.end=1ms", "fabric.switch.forwarding=cut_through",
+                     "fabric.switch.port_to_port_latency=" + latency, "nic.message_overhead=400ns",
+                     "nic.cc.cnp_delay=1us"});
+  }
+  check_identical("scenarios/lossless/pfc_incast.json",
+                  {"traffic[0].size=256KB", "fabric.switch.port_to_port_latency=500ns"});
+}
+
 TEST_CASE("links of zero delay cannot cross partitions", "[parallel]") {
   const ScenarioDocument doc = load_scenario(
       fs::path(FABTWIN_SOURCE_DIR) / "scenarios/default.json", {"fabric.link.delay=0us"});

@@ -53,6 +53,18 @@ TEST_CASE("a single flow's completion time is exactly the store-and-forward arit
   CHECK(r.flows[0].bytes_received == packets * 4096);
 }
 
+TEST_CASE("message_overhead adds exactly itself to a lone flow's first packet and FCT",
+          "[run][message_overhead]") {
+  const nlohmann::json scenario =
+      star(2, {{{"type", "flows"}, {"flows", {{{"src", 0}, {"dst", 1}, {"size", "100KB"}}}}}});
+  const RunResult plain = run_json(scenario);
+  const RunResult late = run_json(scenario, {"nic.message_overhead=380ns"});
+  REQUIRE(plain.flows[0].completed);
+  REQUIRE(late.flows[0].completed);
+  CHECK(late.flows[0].fct() - plain.flows[0].fct() == nanoseconds(380));
+  CHECK(late.flows[0].last_byte_received - plain.flows[0].last_byte_received == nanoseconds(380));
+}
+
 TEST_CASE("a long flow's goodput is the line rate less the RoCEv2 framing", "[run]") {
   const RunResult r = run_json(
       star(2, {{{"type", "flows"}, {"flows", {{{"src", 0}, {"dst", 1}, {"size", "100MB"}}}}}}));

@@ -217,6 +217,15 @@ const Bound kDcqcnParams{
               "they travel in at the NIC and every switch: 48 maps to priority 6, strict by "
               "default; the data's DSCP puts them in the data class",
               "NVIDIA cnp_dscp / cnp_802p_prio 6 as commonly configured", "0..63"}),
+        Bound::field(
+            &DcqcnConfig::cnp_delay,
+            {"cnp_delay", ParamType::Time, "\"0us\"",
+             "notification point: CNP generation latency, from the arrival of the CE-marked "
+             "packet that calls for a CNP to the CNP joining the receiving NIC's port (the rate "
+             "limit min_time_between_cnps is judged at the arrival); the same in both profiles",
+             "fabtwin: 0, the CNP leaves as the mark arrives (DCQCN's NP answers at once); the "
+             "DCQCN authors report ConnectX-3 Pro generating one CNP every 1-5 us "
+             "(docs/references.md §1.1, §11.2)"}),
     },
     check};
 

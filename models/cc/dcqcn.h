@@ -40,6 +40,7 @@ struct DcqcnConfig {
   // Notification point.
   Time min_time_between_cnps{};
   int cnp_dscp = 48;
+  Time cnp_delay{};  // from the CE-marked arrival to the CNP joining the NIC's port
 
   double g() const { return 1.0 - dce_tcp_g / 1024.0; }
   // Pure fast-recovery events of a counter after a cut (fast_recovery_steps F or F-1); the

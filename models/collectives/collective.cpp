@@ -88,6 +88,26 @@ std::function<void(ParamReader&, NcclConfig&)> chunk(int64_t NcclConfig::*field,
   };
 }
 
+// `<algorithm>_<kind>_step_latency`: "auto" (the generic `<kind>_step_latency`, read before
+// it) or a time of its own for the steps of that algorithm's collectives.
+NcclParams::Entry step_latency_of(std::array<Time, 2> NcclConfig::*per_algorithm,
+                                  nccl::Algorithm algorithm, const std::string& kind,
+                                  Time NcclConfig::*generic, const std::string& source) {
+  const std::string name = nccl::name(algorithm);
+  const std::string key = name + "_" + kind + "_step_latency";
+  const std::string generic_key = kind + "_step_latency";
+  return NcclParams::custom(
+      {key, ParamType::Text, "\"auto\"",
+       "the " + generic_key + " of " + name + " collectives' steps (auto: " + generic_key +
+           "); all-to-all and send/receive, point-to-point in NCCL, keep " + generic_key +
+           ". Only the Simple protocol is modelled, so there is no LL or LL128 value",
+       "fabtwin: auto. A calibration knob; NCCL's own per-algorithm figure: " + source},
+      [per_algorithm, algorithm, key, generic](ParamReader& r, NcclConfig& c) {
+        (c.*per_algorithm)[static_cast<size_t>(algorithm)] =
+            r.time_or(key, "auto").value_or(c.*generic);
+      });
+}
+
 const NcclParams kNcclParams{
     "nccl",
     "nccl",
@@ -111,6 +131,18 @@ const NcclParams kNcclParams{
              "proxy overhead of each network send (isend posting and completion polling); with the "
              "default PCIe and 1 us links an unloaded network step then costs about 14 us",
              "NCCL 2.30.7 tuning.cc hwLat[NET][Ring][Simple] = 14 us for the whole step"}),
+        step_latency_of(&NcclConfig::nvlink_step_latency_of, nccl::Algorithm::Ring, "nvlink",
+                        &NcclConfig::nvlink_step_latency,
+                        "NCCL 2.30.7 tuning.cc hwLat[NVLINK][Ring][Simple] = 3.4 us"),
+        step_latency_of(&NcclConfig::nvlink_step_latency_of, nccl::Algorithm::Tree, "nvlink",
+                        &NcclConfig::nvlink_step_latency,
+                        "NCCL 2.30.7 tuning.cc hwLat[NVLINK][Tree][Simple] = 4 us"),
+        step_latency_of(&NcclConfig::net_step_latency_of, nccl::Algorithm::Ring, "net",
+                        &NcclConfig::net_step_latency,
+                        "NCCL 2.30.7 tuning.cc hwLat[NET][Ring][Simple] = 14 us per step"),
+        step_latency_of(&NcclConfig::net_step_latency_of, nccl::Algorithm::Tree, "net",
+                        &NcclConfig::net_step_latency,
+                        "NCCL 2.30.7 tuning.cc hwLat[NET][Tree][Simple] = 14 us per step"),
         NcclParams::custom(
             {"buffsize", ParamType::Bytes, "\"4MiB\"",
              "NCCL_BUFFSIZE: buffer per connection, 8 steps (NCCL_STEPS); ring all-reduce moves "
@@ -458,6 +490,12 @@ CollectiveSetup read_collectives(const nlohmann::json& scenario, const Topology&
         algorithm = nccl::choose_algorithm(tune, nccl::Protocol::Simple);
       }
       op.plan.algorithm = algorithm;
+      const bool point_to_point = s.op == nccl::Op::AllToAll || s.op == nccl::Op::SendRecv;
+      op.nvlink_step_latency = point_to_point
+                                   ? n.nvlink_step_latency
+                                   : n.nvlink_step_latency_of[static_cast<size_t>(algorithm)];
+      op.net_step_latency = point_to_point ? n.net_step_latency
+                                           : n.net_step_latency_of[static_cast<size_t>(algorithm)];
       op.plan.channels = std::max(
           n.min_channels,
           nccl::channels_for(op.plan.bytes, n.channels, algorithm, nccl::Protocol::Simple, ranks));

@@ -4,6 +4,7 @@
 // algorithm and channels, and the connections between ranks with their NIC queue pairs.
 #pragma once
 
+#include <array>
 #include <map>
 #include <string>
 #include <tuple>
@@ -37,6 +38,10 @@ struct NcclConfig {
   Time base_latency;         // per collective launch
   Time nvlink_step_latency;  // a slice written over NVLink until the peer acts on it
   Time net_step_latency;     // proxy overhead of a network send
+  // The same per algorithm, indexed by nccl::Algorithm (tree, ring): the generic ones above
+  // unless the scenario sets them (nccl.tree_net_step_latency, ...).
+  std::array<Time, 2> nvlink_step_latency_of;
+  std::array<Time, 2> net_step_latency_of;
   int64_t buffsize;
   int min_channels;
   int max_channels;
@@ -75,6 +80,11 @@ struct CollectiveOp {
   uint32_t spec = 0;  // index into CollectiveSetup::specs
   int64_t size = 0;
   nccl::PlanInput plan;  // algorithm and channels resolved
+  // Its step latencies: its algorithm's for a ring or tree collective, the generic ones for
+  // all-to-all and send/receive, which NCCL runs as point-to-point transfers outside its
+  // algorithms.
+  Time nvlink_step_latency{};
+  Time net_step_latency{};
 
   bool operator==(const CollectiveOp&) const = default;
 };

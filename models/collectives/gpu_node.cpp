@@ -250,6 +250,7 @@ void GpuNode::finish_unit(uint32_t stream, uint32_t lane) {
   const nccl::Unit& u = l.lane->units[l.next];
   const Stream::Rank& rank = s.ranks[l.slot];
   const CollectiveSpec& spec = setup_.specs[s.spec];
+  const CollectiveOp& op = setup_.ops[s.op];
   const nccl::Connection* first_recv = nullptr;
   const nccl::Connection* first_send = nullptr;
   for (int32_t c : u.recv) {
@@ -259,7 +260,7 @@ void GpuNode::finish_unit(uint32_t stream, uint32_t lane) {
     ++recv_[id].consumed;
     const CollectiveConnection& conn = setup_.connections[id];
     if (conn.transport == CollectiveTransport::NvLink) {
-      schedule_self(now() + setup_.nccl.nvlink_step_latency, kCredit, id);
+      schedule_self(now() + op.nvlink_step_latency, kCredit, id);
     } else {
       schedule(now() + conn.credit_latency,
                node_components_[topology_.node_of_gpu(spec.gpus[conn.src_rank])], kCredit, id);
@@ -272,7 +273,7 @@ void GpuNode::finish_unit(uint32_t stream, uint32_t lane) {
     const CollectiveConnection& conn = setup_.connections[id];
     const auto sequence = static_cast<uint64_t>(send_[id].posted++);
     if (conn.transport == CollectiveTransport::NvLink) {
-      const Time arrive = now() + setup_.nccl.nvlink_step_latency;
+      const Time arrive = now() + op.nvlink_step_latency;
       schedule_self(arrive, kNvArrive, uint64_t{id} << 32 | sequence);
       if (setup_.record_timeline)
         records_.nvlink.push_back({s.op, static_cast<uint32_t>(rank.iteration),
@@ -280,7 +281,7 @@ void GpuNode::finish_unit(uint32_t stream, uint32_t lane) {
                                    static_cast<uint32_t>(conn.src_rank),
                                    static_cast<uint32_t>(conn.dst_rank), u.bytes, l.start, arrive});
     } else {
-      Time delay = setup_.nccl.net_step_latency + setup_.gpu.pcie_latency;
+      Time delay = op.net_step_latency + setup_.gpu.pcie_latency;
       if (!setup_.gpu.gpudirect) delay += setup_.gpu.bounce_latency;
       const bool immediate = setup_.nccl.adaptive_routing && u.bytes > setup_.nccl.ar_threshold;
       const auto qps = static_cast<uint32_t>(conn.send_qps.size());

@@ -271,15 +271,17 @@ void check_rewrites_classified(const RoutingPolicy& routing, const SwitchConfig&
 
 // Connections of every collective size (NVLink or network, with the NICs they use), the
 // latency of the credits that cross the network back to a sender, and the barrier between
-// sizes. The NICs' queue pairs are added when a Fabric is built.
+// sizes. The NICs' queue pairs are added when a Fabric is built. A path costs each link's delay
+// and an ACK's wire time, and each switch its port-to-port latency (`switch_latency`).
 void resolve_connections(CollectiveSetup& setup, const Topology& topology,
-                         const RoutingTable& routes) {
+                         const RoutingTable& routes, Time switch_latency) {
   Time hop{};
   for (const Link& l : topology.links) {
     hop = std::max(hop, l.delay + roce::wire_time(roce::ack_frame(), l.rate));
   }
   auto path = [&](int src_host, int dst_host) {
-    return hop * std::max(0, routes.distance(src_host, dst_host)) + setup.gpu.pcie_latency;
+    const int links = std::max(0, routes.distance(src_host, dst_host));
+    return hop * links + switch_latency * std::max(0, links - 1) + setup.gpu.pcie_latency;
   };
   for (const CollectiveOp& op : setup.ops) {
     const CollectiveSpec& spec = setup.specs[op.spec];
@@ -414,7 +416,8 @@ FabricSpec FabricSpec::resolve(const ScenarioDocument& doc) {
       if (nic.rx_drain_rate.bps == 0) nic.rx_drain_rate = gpu.nic_dma_rate();
     }
     nic.host_latency = gpu.pcie_latency;
-    resolve_connections(collectives, spec.topology, spec.routes);
+    resolve_connections(collectives, spec.topology, spec.routes,
+                        spec.switches.port_to_port_latency);
   }
   spec.warnings = check_run_cost(spec);
   return spec;

@@ -29,8 +29,9 @@ enum HostNicHandler : uint32_t {
 // A switch's own (switch.cpp).
 namespace switch_handler {
 enum : uint32_t {
-  kLinkState = 10,    // index = port, data = 1 up / 0 down
-  kRouteUpdate = 11,  // data = index into the switch's own list of route updates
+  kLinkState = 10,     // index = port, data = 1 up / 0 down
+  kRouteUpdate = 11,   // data = index into the switch's own list of route updates
+  kPipelineDone = 12,  // data = pipeline slot: a frame's port-to-port latency is over
   kSample = kBackgroundHandler | 1,
   kWatchdog = kBackgroundHandler | 2,  // index = port: the PFC watchdog polls its queues
   // PFC's timers are background: an expiry or a refresh outlives the pause it served (an XON
@@ -50,6 +51,7 @@ enum : uint32_t {
   kRxDrained = 11,  // the head of the receive buffer has been processed
   kCcTimer = 13,    // data = requester QP whose congestion control asked for a callback
   kLinkState = 14,  // data = 1 up / 0 down (the NIC's one link)
+  kCnpDue = 15,     // data = responder QP: its CNP leaves now (nic.cc.cnp_delay after the mark)
   kAckTimeout = kBackgroundHandler | 8,  // data = requester QP
   kRateSample = kBackgroundHandler | 9,
   kWatchdog = kBackgroundHandler | 10,   // the PFC watchdog polls the NIC's send queues
@@ -83,6 +85,7 @@ inline constexpr uint32_t kSwitch[] = {kPacketArrival,
                                        switch_handler::kPauseRefresh,
                                        switch_handler::kLinkState,
                                        switch_handler::kRouteUpdate,
+                                       switch_handler::kPipelineDone,
                                        switch_handler::kSample,
                                        switch_handler::kWatchdog};
 inline constexpr uint32_t kHostNic[] = {kPacketArrival,
@@ -94,6 +97,7 @@ inline constexpr uint32_t kHostNic[] = {kPacketArrival,
                                         nic_handler::kRxPauseRefresh,
                                         nic_handler::kCcTimer,
                                         nic_handler::kLinkState,
+                                        nic_handler::kCnpDue,
                                         nic_handler::kReceiveRepost,
                                         nic_handler::kAckTimeout,
                                         nic_handler::kRateSample,

@@ -142,14 +142,21 @@ class NetworkNode : public Component {
   // port is busy for the frame's wire time and the peer receives the whole frame (store and
   // forward) one propagation delay later. The packet itself is not read here.
   [[gnu::always_inline]] void transmit(uint32_t port_index, Packet* p, int frame, int priority) {
+    transmit_from(now(), port_index, p, frame, priority);
+  }
+  // The same for a frame whose transmission began at `start`: now, or for a frame a switch cut
+  // through, earlier, though never so early that its last bit leaves before now(). Its arrival
+  // is then at least one propagation delay from now, as the partitions' lookahead requires.
+  [[gnu::always_inline]] void transmit_from(Time start, uint32_t port_index, Packet* p, int frame,
+                                            int priority) {
     EgressPort& port = ports_[port_index];
     const Time wire = port.wire_time(frame);
-    port.busy_until = now() + wire;
+    port.busy_until = start + wire;
     port.busy_time += wire;
     PriorityCounters& c = port.counters[priority];
     ++c.tx_packets;
     c.tx_bytes += frame;
-    schedule(now() + wire + port.delay, port.peer, make_kind(kPacketArrival, port.peer_port),
+    schedule(start + wire + port.delay, port.peer, make_kind(kPacketArrival, port.peer_port),
              reinterpret_cast<uint64_t>(p));
   }
 

@@ -21,6 +21,7 @@ Switch::Switch(std::string name, PacketPool& pool, ForwardingTable forwarding, i
   ecmp_salt_ = ecmp_salt(node);
   checked_ = needs_checks(forwarding_);
   rewrites_ = !forwarding_.rewrites.empty();
+  pipelined_ = config_.cut_through || config_.port_to_port_latency.ps > 0;
   for (int dscp = 63; dscp >= 0; --dscp) {
     priority_dscp_[config_.dscp_to_priority[dscp]] = static_cast<uint8_t>(dscp);
   }
@@ -168,10 +169,20 @@ int64_t Switch::headroom_overflows() const {
       lapse_resend(in_port, sender, prio);  // the last XOFF ran out: the peer sends again
     }
   }
+  if (pipelined_) [[unlikely]] {
+    enter_pipeline(in_port, p, prio, out, queue);
+    return;
+  }
+  egress(in_port, p, prio, out, queue);
+}
+
+// An admitted frame goes to its egress: straight onto an idle wire, else into its queue.
+[[gnu::always_inline]] inline void Switch::egress(uint32_t in_port, Packet* p, int prio,
+                                                  uint32_t out, int queue) {
+  EgressPort& port = ports_[out];
   if (config_.mark_at_enqueue) maybe_mark(port, queue, p, port.queues[queue].bytes());
-  if (port.backlog == 0 && port_free(out) && port.pending_pause.empty() &&
-      !port.paused(queue, now())) {
-    pass_through(in_port, p, prio, out, queue);
+  if (egress_idle(out, queue)) {
+    pass_through(in_port, p, prio, out, queue, now());
     return;
   }
   port.enqueue(p, static_cast<uint16_t>(in_port), static_cast<uint8_t>(prio));
@@ -182,13 +193,98 @@ int64_t Switch::headroom_overflows() const {
   }
 }
 
+// The pipeline of an admitted frame (its bytes stay charged to the buffer until it starts).
+// Store and forward: it goes to its egress port_to_port_latency after its last bit arrived.
+// Cut-through, from an ingress link at least as fast as the egress: it starts at its head's
+// arrival (one ingress wire time before its last bit's) plus the latency if its egress has
+// been idle since then; its last bit then leaves no earlier than it arrived. An egress busy at
+// that time makes it fall back to store and forward. Out of line: the default switch, store
+// and forward with no latency, never comes here.
+[[gnu::noinline]] void Switch::enter_pipeline(uint32_t in_port, Packet* p, int prio, uint32_t out,
+                                              int queue) {
+  const Time latency = config_.port_to_port_latency;
+  const EgressPort& ingress = ports_[in_port];
+  EgressPort& port = ports_[out];
+  PipelineSlot slot{p,
+                    now(),
+                    out,
+                    static_cast<uint16_t>(in_port),
+                    static_cast<uint8_t>(prio),
+                    static_cast<uint8_t>(queue),
+                    false};
+  if (config_.cut_through && ingress.rate.bps >= port.rate.bps) {
+    const Time start = now() - ingress.wire_time(p->frame) + latency;
+    if (start > now()) {
+      slot.cut_through = true;
+      wait_in_pipeline(start, slot);
+      return;
+    }
+    // Idle since `start`: nothing sent since then, nothing queued, and no pause of its queue
+    // in force at or after it.
+    if (port.backlog == 0 && port.busy_until <= start && port.pending_pause.empty() &&
+        port.paused_until[queue] <= start) {
+      if (config_.mark_at_enqueue) maybe_mark(port, queue, p, 0);
+      pass_through(in_port, p, prio, out, queue, start);
+      return;
+    }
+  }
+  if (latency.ps == 0) {
+    egress(in_port, p, prio, out, queue);
+    return;
+  }
+  wait_in_pipeline(now() + latency, slot);
+}
+
+void Switch::wait_in_pipeline(Time until, const PipelineSlot& slot) {
+  uint32_t index;
+  if (free_slots_.empty()) {
+    index = static_cast<uint32_t>(pipeline_.size());
+    pipeline_.push_back(slot);
+  } else {
+    index = free_slots_.back();
+    free_slots_.pop_back();
+    pipeline_[index] = slot;
+  }
+  schedule_self(until, kPipelineDone, index);
+}
+
+// A frame's time in the pipeline is over. Waiting to cut through, it starts now if its egress
+// is idle, and otherwise waits until store and forward lets it go. A frame whose egress link
+// went down, or whose queue the PFC watchdog now drops, is discarded.
+void Switch::leave_pipeline(uint32_t index) {
+  PipelineSlot& slot = pipeline_[index];
+  EgressPort& port = ports_[slot.out];
+  const bool down = links_change_ && link_down_[slot.out];
+  if (slot.cut_through && !down) {
+    slot.cut_through = false;
+    if (!egress_idle(slot.out, slot.queue)) {
+      schedule_self(slot.arrived + config_.port_to_port_latency, kPipelineDone, index);
+      return;
+    }
+  }
+  const PipelineSlot f = slot;
+  free_slots_.push_back(index);
+  if (down || (port.watchdog_drop >> f.queue & 1)) {
+    const int frame = f.packet->frame;
+    if (down) {
+      drop(port.counters[f.queue], &PriorityCounters::drops_link_down, f.packet);
+    } else {
+      watchdog_discard(port, f.queue, f.packet, frame);
+    }
+    release({f.packet, frame, f.in_port, f.group}, f.out, f.group, f.queue);
+    return;
+  }
+  egress(f.in_port, f.packet, f.group, f.out, f.queue);
+}
+
 // A frame for an idle egress (free wire, every queue empty, no PFC frame waiting, its queue not
-// paused) goes onto the wire at once, with every effect that enqueue() followed by
-// start_transmission() would have: the queue's high-water mark, the scheduler's deficit (an
-// alone DWRR queue starts from nothing, a strict one is charged), marking on a queue left empty,
-// the buffer's release, and the transmission. The frame is not copied into the queue and out.
+// paused) goes onto the wire at `start` (now, or earlier when cut through), with every effect that
+// enqueue() followed by start_transmission() would have: the queue's high-water mark, the
+// scheduler's deficit (an alone DWRR queue starts from nothing, a strict one is charged), marking
+// on a queue left empty, the buffer's release, and the transmission. The frame is not copied into
+// the queue and out.
 [[gnu::always_inline]] inline void Switch::pass_through(uint32_t in_port, Packet* p, int prio,
-                                                        uint32_t out, int queue) {
+                                                        uint32_t out, int queue, Time start) {
   EgressPort& port = ports_[out];
   const int frame = p->frame;
   PriorityCounters& c = port.counters[queue];
@@ -200,7 +296,7 @@ int64_t Switch::headroom_overflows() const {
   }
   if (!config_.mark_at_enqueue) maybe_mark(port, queue, p, 0);
   release({p, frame, static_cast<uint16_t>(in_port), static_cast<uint8_t>(prio)}, out, prio, queue);
-  transmit(out, p, frame, queue);
+  transmit_from(start, out, p, frame, queue);
 }
 
 void Switch::on_arrival(uint32_t in_port, Packet* p) {
@@ -355,6 +451,9 @@ void Switch::on_timer(const Event& e) {
       break;
     case kLinkState:
       set_link(index, e.data != 0);
+      break;
+    case kPipelineDone:
+      leave_pipeline(static_cast<uint32_t>(e.data));
       break;
     case kRouteUpdate:
       forwarding_ = route_updates_[e.data].second;

@@ -1,10 +1,10 @@
-// A store-and-forward Ethernet switch. An arriving frame is classified by DSCP to a priority,
-// has its TTL decremented (dropped at 0), is routed (ECMP over equal-cost ports, per priority
-// where a static route says so), may move to another priority (Tagger-style rewrite), and is
-// admitted by the shared-buffer MMU; lossless
-// priorities send PFC XOFF/XON upstream as their ingress groups cross the MMU's thresholds.
-// Egress queues are served strict-priority then DWRR, skip priorities paused by the peer, and
-// mark ECN (RED) at dequeue or enqueue.
+// An Ethernet switch, store and forward or cut-through, with a port-to-port latency (both off by
+// default: a frame may leave as its last bit arrives). An arriving frame is classified by DSCP to a
+// priority, has its TTL decremented (dropped at 0), is routed (ECMP over equal-cost ports, per
+// priority where a static route says so), may move to another priority (Tagger-style rewrite), and
+// is admitted by the shared-buffer MMU; lossless priorities send PFC XOFF/XON upstream as their
+// ingress groups cross the MMU's thresholds. Egress queues are served strict-priority then DWRR,
+// skip priorities paused by the peer, and mark ECN (RED) at dequeue or enqueue.
 #pragma once
 
 #include <tuple>
@@ -84,14 +84,39 @@ class Switch final : public NetworkNode {
   void drop(PriorityCounters& c, int64_t PriorityCounters::*cause, Packet* p);
   void on_arrival_checked(uint32_t port, Packet* p);
   void forward(uint32_t in_port, Packet* p, int prio, uint32_t out, int queue);
-  void pass_through(uint32_t in_port, Packet* p, int prio, uint32_t out, int queue);
+  void egress(uint32_t in_port, Packet* p, int prio, uint32_t out, int queue);
+  // Free wire, every queue empty, no PFC frame waiting and `queue` not paused.
+  bool egress_idle(uint32_t out, int queue) const {
+    const EgressPort& port = ports_[out];
+    return port.backlog == 0 && port_free(out) && port.pending_pause.empty() &&
+           !port.paused(queue, now());
+  }
+  void pass_through(uint32_t in_port, Packet* p, int prio, uint32_t out, int queue, Time start);
+  // The forwarding pipeline (fabric.switch.forwarding and port_to_port_latency): a frame
+  // admitted to the buffer waits here until its egress may start it.
+  struct PipelineSlot {
+    Packet* packet;
+    Time arrived;  // its last bit
+    uint32_t out;
+    uint16_t in_port;
+    uint8_t group;     // its ingress priority group
+    uint8_t queue;     // its egress queue
+    bool cut_through;  // waiting to start cut through (else to go to its egress)
+  };
+  void enter_pipeline(uint32_t in_port, Packet* p, int prio, uint32_t out, int queue);
+  void wait_in_pipeline(Time until, const PipelineSlot& slot);
+  void leave_pipeline(uint32_t index);
   void release(const QueuedPacket& q, uint32_t port_index, int group, int prio);
   void dequeue(uint32_t port_index, int prio, int group);
   bool lost_in_flight(uint32_t port, Packet* p);
   void set_link(uint32_t port, bool up);
 
   ForwardingTable forwarding_;
-  bool checked_ = false;   // frames take on_arrival_checked()
+  bool checked_ = false;  // frames take on_arrival_checked()
+  // Cut-through or a port-to-port latency: admitted frames take enter_pipeline().
+  bool pipelined_ = false;
+  std::vector<PipelineSlot> pipeline_;  // slots of frames in the pipeline, reused
+  std::vector<uint32_t> free_slots_;
   bool rewrites_ = false;  // some table rewrites priorities: queues' ingress groups differ
   int ttl_floor_ = -1;     // 255 - routing.ttl where the TTL can run out (never otherwise)
   // Link failures: only a switch with link changes scheduled checks link state per frame.

@@ -112,8 +112,30 @@ using SwitchParams = BoundParams<SwitchConfig>;
 const SwitchParams kBufferParams{
     "fabric.switch",
     "switch",
-    "Switch shared buffer (MMU)",
+    "Switch forwarding and shared buffer (MMU)",
     {
+        SwitchParams::custom(
+            {"forwarding", ParamType::Choice, "\"store_and_forward\"",
+             "store_and_forward: a frame may leave once its last bit has arrived; cut_through: "
+             "a frame whose egress is idle (free, nothing queued, its priority not paused) starts "
+             "port_to_port_latency after its first bits arrived, and falls back to store and "
+             "forward when the egress is busy or faster than the ingress link; its buffer is "
+             "held until it starts either way",
+             "IEEE 802.1Q bridges relay whole frames; cut-through and its fallback rules as "
+             "switch vendors document them (docs/references.md §11.3)",
+             "store_and_forward|cut_through"},
+            [](ParamReader& r, SwitchConfig& c) {
+              c.cut_through = r.choice("forwarding") == "cut_through";
+            }),
+        SwitchParams::field(
+            &SwitchConfig::port_to_port_latency,
+            {"port_to_port_latency", ParamType::Time, "\"0us\"",
+             "switch pipeline latency: from a frame's arrival (its last bit with store and "
+             "forward, its first bits with cut-through) to the egress being able to start it; "
+             "the frame is admitted to the buffer (PFC, ECN) as it arrives. Data-centre "
+             "ASICs quote about 0.3-1 us port to port",
+             "fabtwin: 0, a switch that forwards in no time; latency as RFC 1242 defines it "
+             "(docs/references.md §11.3)"}),
         SwitchParams::custom(
             {"buffer", ParamType::Bytes, "\"32MB\"", "total packet buffer of each switch",
              "the HPCC and DCQCN ns-3 studies use 32 MB (BUFFER_SIZE); 100GbE ASICs have 16-64 MB"},

@@ -17,6 +17,12 @@ namespace fabtwin {
 // Every field is set by read_switch_config from the declared parameters (their defaults are
 // declared once, there); a default-constructed SwitchConfig is all zero.
 struct SwitchConfig {
+  // Forwarding: a frame may leave `port_to_port_latency` after its last bit arrived (store and
+  // forward) or, with cut_through, after its first bits arrived when its egress is idle and
+  // not faster than its ingress (docs/lossless-ethernet.md).
+  bool cut_through;
+  Time port_to_port_latency;
+
   MmuConfig mmu;
   bool auto_headroom;    // mlx5 rule per port; else `headroom`
   int64_t headroom;      // bytes per lossless group and ingress port

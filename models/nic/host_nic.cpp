@@ -158,6 +158,16 @@ const NicParams kNicParams{
                           "RNR NAK waits this long before sending the SEND again",
                           "InfiniBand RNR timer encoding 12 = 0.64 ms, what perftest and NCCL set "
                           "(docs/references.md §10.12)"}),
+        NicParams::field(
+            &NicConfig::message_overhead,
+            {"message_overhead", ParamType::Time, "\"0us\"",
+             "per-message overhead of the sending NIC for flows: a flow's first packet leaves no "
+             "earlier than its start plus this (doorbell ring, work-request fetch over PCIe); its "
+             "FCT includes it. Collective messages are not flows: the proxy and PCIe latencies "
+             "of nccl and gpu cover them. Measured NICs take roughly 0.3-1 us (the inverse of a "
+             "single queue pair's small-message rate, e.g. 2.6 Mpps in perftest = 0.38 us)",
+             "fabtwin: 0, the message's start is its first packet's; perftest MsgRate "
+             "(docs/references.md §4.1, §11.1)"}),
         NicParams::field(&NicConfig::ack_timeout,
                          {"ack_timeout", ParamType::Time, "\"67.108864ms\"",
                           "requester retransmits go-back-N from the oldest unacknowledged packet "
@@ -201,8 +211,8 @@ HostNic::HostNic(std::string name, PacketPool& pool, int host, const NicConfig& 
       host_(host),
       config_(config),
       notification_point_(config.cc.dcqcn.min_time_between_cnps, config.cc.dcqcn.cnp_dscp,
-                          config.dscp_to_priority[static_cast<uint8_t>(config.cc.dcqcn.cnp_dscp)]) {
-}
+                          config.dscp_to_priority[static_cast<uint8_t>(config.cc.dcqcn.cnp_dscp)],
+                          config.cc.dcqcn.cnp_delay) {}
 
 int64_t part_bytes(int64_t size, int parts, int part) {
   const int64_t chunk = ((size + parts - 1) / parts + 127) / 128 * 128;
@@ -392,9 +402,7 @@ void HostNic::begin() {
       !send_qps_.empty()) {
     schedule_self(now() + config_.rate_sample_interval, kRateSample, 0);
   }
-  if (!start_order_.empty()) {
-    schedule_self(send_qps_[start_order_[0]].flow.start, kFlowStart, 0);
-  }
+  if (!start_order_.empty()) schedule_self(first_packet_at(start_order_[0]), kFlowStart, 0);
   for (const auto& [at, up] : link_changes_) schedule_self(at, kLinkState, up ? 1 : 0);
 }
 
@@ -415,7 +423,7 @@ void HostNic::on_timer(const Event& e) {
   switch (kind_handler(e.kind)) {
     case kFlowStart:
       while (next_start_ < start_order_.size() &&
-             send_qps_[start_order_[next_start_]].flow.start <= now()) {
+             first_packet_at(start_order_[next_start_]) <= now()) {
         const uint32_t qp = start_order_[next_start_++];
         if (send_qps_[qp].packets == 0) {  // an empty message completes at once
           complete(send_qps_[qp]);
@@ -425,7 +433,7 @@ void HostNic::on_timer(const Event& e) {
         activate(qp);
       }
       if (next_start_ < start_order_.size()) {
-        schedule_self(send_qps_[start_order_[next_start_]].flow.start, kFlowStart, 0);
+        schedule_self(first_packet_at(start_order_[next_start_]), kFlowStart, 0);
       }
       pump();
       break;
@@ -504,6 +512,9 @@ void HostNic::on_timer(const Event& e) {
       break;
     case kLinkState:
       set_link(e.data != 0);
+      break;
+    case kCnpDue:
+      send_cnp(receive_qps_[e.data]);
       break;
     case kWatchdog:
       watchdog_poll(0);
@@ -725,7 +736,11 @@ void HostNic::on_data(Packet* p) {
   ResponderQp& rq = receive_qps_[p->receiver_qp];
   if (p->ecn == Ecn::Ce && config_.cc.notification_point() &&
       notification_point_.on_congestion_experienced(rq.congestion, now())) {
-    send_cnp(rq);
+    if (notification_point_.delay().ps == 0) {
+      send_cnp(rq);
+    } else {
+      schedule_self(now() + notification_point_.delay(), kCnpDue, p->receiver_qp);
+    }
   }
   if (rq.receive_queue >= 0 && !rq.has_wqe) [[unlikely]] {
     if (!claim_receive_wqe(rq, *p)) return;

@@ -43,6 +43,9 @@ struct NicConfig {
   int64_t receive_queue_depth;  // nic.receive_queue_depth
   Time receive_repost_delay;    // nic.receive_repost_delay
   Time min_rnr_timer;           // nic.min_rnr_timer
+  // nic.message_overhead: a flow's first packet leaves no earlier than its start plus this
+  // (doorbell, WQE fetch over PCIe); collective messages have the GPU node's latencies instead.
+  Time message_overhead;
   // From other sections.
   std::array<uint8_t, 64> dscp_to_priority;  // fabric.qos: the fabric's QoS map (trust DSCP)
   int pause_quanta;                          // fabric.pfc.pause_quanta
@@ -159,6 +162,11 @@ class HostNic final : public NetworkNode {
   // The retransmission timeout of `qp`: nic.ack_timeout, or IRN's under selective repeat.
   Time timeout_of(const RequesterQp& qp) const {
     return qp.selective() ? qp.retransmit_timeout(config_.receiver) : config_.ack_timeout;
+  }
+  // When send QP `qp` of a flow may send its first packet: the flow's start plus the NIC's
+  // per-message overhead.
+  Time first_packet_at(uint32_t qp) const {
+    return send_qps_[qp].flow.start + config_.message_overhead;
   }
   void arm_timer(RequesterQp& qp);
   void go_back_to(RequesterQp& qp, uint32_t psn);

@@ -1,7 +1,8 @@
 // DCQCN's notification point (NP), on the receiving NIC: it answers data packets that arrive
 // marked ECN-CE with a congestion notification packet (RoCEv2 CNP) to the requester, at most
-// one per queue pair per min_time_between_cnps. Its parameters are DcqcnConfig's
-// min_time_between_cnps and cnp_dscp; the reaction point that acts on the CNPs is in cc/.
+// one per queue pair per min_time_between_cnps, each leaving cnp_delay after the arrival that
+// called for it. Its parameters are DcqcnConfig's min_time_between_cnps, cnp_dscp and cnp_delay;
+// the reaction point that acts on the CNPs is in cc/.
 #pragma once
 
 #include <cstdint>
@@ -20,11 +21,13 @@ class NotificationPoint {
   };
 
   NotificationPoint() = default;
-  // CNPs carry `cnp_dscp`, which the fabric's QoS map gives `cnp_priority`.
-  NotificationPoint(Time min_time_between_cnps, int cnp_dscp, int cnp_priority)
+  // CNPs carry `cnp_dscp`, which the fabric's QoS map gives `cnp_priority`, and leave `delay`
+  // after the arrival that called for them (CNP generation latency).
+  NotificationPoint(Time min_time_between_cnps, int cnp_dscp, int cnp_priority, Time delay)
       : min_time_between_cnps_(min_time_between_cnps),
         cnp_dscp_(cnp_dscp),
-        cnp_priority_(cnp_priority) {}
+        cnp_priority_(cnp_priority),
+        delay_(delay) {}
 
   // A CE-marked data packet arrived at `now` on the queue pair of `qp`: true if a CNP is due
   // (and counted as sent).
@@ -37,11 +40,14 @@ class NotificationPoint {
   }
   // Makes `c`, already addressed to the requester, a CNP.
   void write_cnp(Packet& c) const;
+  // How long after the CE-marked arrival a CNP it calls for leaves.
+  Time delay() const { return delay_; }
 
  private:
   Time min_time_between_cnps_{};
   int cnp_dscp_ = 0;
   int cnp_priority_ = 0;
+  Time delay_{};
 };
 
 }  // namespace fabtwin

@@ -94,14 +94,20 @@ double measure_fluid(const nlohmann::json& metric, const DcqcnTrajectorySummary&
 }
 
 // The round trip of one packet of `payload` bytes of flow `f` and its ACK through an idle
-// fabric: per hop, store and forward costs each frame's wire time plus the propagation delay.
-// The packet is the first of its message: a WRITE's carries the RETH, a SEND's does not.
+// fabric of one link rate. Every link costs its propagation delay and every switch its
+// port-to-port latency; a store-and-forward switch sends a frame on only once all of it is in,
+// so each link costs the frame's wire time too, while cut-through switches pass it on as it
+// arrives, so its wire time counts once. The packet is the first of its message: a WRITE's
+// carries the RETH, a SEND's does not.
 Time unloaded_round_trip(const FabricSpec& spec, const FlowSpec& f, int payload) {
   const Link& link = spec.topology.links.front();
   const int hops = spec.routes.distance(f.src, f.dst);
-  const Time data = roce::wire_time(roce::data_frame(payload, f.verb == Verb::Write), link.rate);
-  const Time ack = roce::wire_time(roce::ack_frame(), link.rate);
-  return (data + link.delay) * hops + (ack + link.delay) * hops;
+  const auto one_way = [&](int frame) {
+    const Time wire = roce::wire_time(frame, link.rate);
+    return (spec.switches.cut_through ? wire : wire * hops) + link.delay * hops +
+           spec.switches.port_to_port_latency * (hops - 1);
+  };
+  return one_way(roce::data_frame(payload, f.verb == Verb::Write)) + one_way(roce::ack_frame());
 }
 
 // The 5-tuple hashes of each flow's send and receive queue pairs (data one way, ACKs the
@@ -194,7 +200,9 @@ double analytic(const std::string& name, const nlohmann::json& metric, const Fab
   const Link& host_link = topo.links.front();
   if (name == "single_packet_round_trip") {
     const FlowSpec& f = spec.flows.at(static_cast<size_t>(metric.value("flow", 0)));
-    return static_cast<double>(unloaded_round_trip(spec, f, static_cast<int>(f.size.count)).ps);
+    // The message's first packet leaves nic.message_overhead after its start.
+    return static_cast<double>(
+        (nic.message_overhead + unloaded_round_trip(spec, f, static_cast<int>(f.size.count))).ps);
   }
   if (name == "send_rnr_retry") {
     // Two one-packet SENDs posted together on one path with one receive WQE posted, reposted
@@ -263,13 +271,14 @@ double analytic(const std::string& name, const nlohmann::json& metric, const Fab
     // latency of one network step (proxy, PCIe both ways, the links of the path), B the
     // rank's RoCE goodput (or its PCIe rate if slower).
     const CollectiveSetup& setup = spec.collectives;
-    const CollectiveRow& row = completed_collective(result, metric.value("row", int64_t{0}));
+    const int64_t row_index = metric.value("row", int64_t{0});
+    const CollectiveRow& row = completed_collective(result, row_index);
     const double n = row.ranks;
     const int hops = spec.routes.distance(topo.nic_of_gpu(static_cast<int>(row.gpus[0])),
                                           topo.nic_of_gpu(static_cast<int>(row.gpus[1])));
-    const double alpha =
-        (setup.nccl.net_step_latency + setup.gpu.pcie_latency * 2 + host_link.delay * hops)
-            .seconds();
+    const double alpha = (setup.ops.at(static_cast<size_t>(row_index)).net_step_latency +
+                          setup.gpu.pcie_latency * 2 + host_link.delay * hops)
+                             .seconds();
     const double payload = static_cast<double>(nic.mtu.count);
     const double ack_wire =
         (roce::ack_frame() + roce::kWireGapBytes) / static_cast<double>(nic.ack_every);
