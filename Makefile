@@ -25,6 +25,7 @@ DEBIAN_PACKAGES = build-essential cmake pkg-config \
 SUDO = $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: all setup configure build run test bench bench-setup bench-queue bench-nccl validate sweep-examples \
+  calibrate-examples \
   format clean fuzz-build fuzz fuzz-smoke asan
 
 all: build
@@ -134,6 +135,28 @@ sweep-examples: build
 	    --out results/sweeps/$$s $(SWEEP_FLAGS) > results/sweeps/$$s.log || exit 1; \
 	  cat results/sweeps/$$s.log; \
 	done
+
+# The calibrations of docs/validation.md ("Calibration against measured runs") against a published nccl-tests log (2 x 8 H100,
+# tests/data/logs): NCCL's latency regime (fitted on 8 B to 16 KiB, validated on 32 KiB to
+# 1 MiB), then, on top of it through `extends`, the bandwidth regime (fitted on 32 to 256 MiB,
+# validated on 512 MiB and 1 GiB). A few minutes on 2 cores; into results/calibration/.
+CALIBRATION_LOG = tests/data/logs/nccl-tests/all_reduce_2x8_h100_v2.13.log
+CALIBRATE       = $(BUILD)/fabtwin calibrate --jobs $(JOBS) --measured results/calibration/a3mega.h5
+calibrate-examples: build
+	@mkdir -p results/calibration
+	$(BUILD)/fabtwin import nccl-tests $(CALIBRATION_LOG) --out results/calibration/a3mega.h5
+	$(CALIBRATE) --scenario scenarios/calibration/a3mega_2x8.json --set traffic[0].max_bytes=1MiB \
+	  --fit nccl.base_latency=1us:300us --fit nccl.tree_net_step_latency=1us:100us \
+	  --fit nccl.tree_nvlink_step_latency=0.3us:30us --fit-on 'size<=16KiB' \
+	  --predict 'size>16KiB,size<=1MiB' --out results/calibration/a3mega_latency.json \
+	  --report results/calibration/a3mega_latency.h5 | tee results/calibration/a3mega_latency.txt
+	printf '{"extends": ["../../scenarios/calibration/a3mega_2x8.json", "a3mega_latency.json"]}\n' \
+	  > results/calibration/a3mega_after_latency.json
+	$(CALIBRATE) --scenario results/calibration/a3mega_after_latency.json \
+	  --fit gpu.channel_rate=20Gbps:1280Gbps --fit nccl.tree_net_step_latency=1us:400us \
+	  --fit-on 'size>=32MiB,size<=256MiB' --predict 'size>256MiB' \
+	  --out results/calibration/a3mega_bandwidth.json \
+	  --report results/calibration/a3mega_bandwidth.h5 | tee results/calibration/a3mega_bandwidth.txt
 
 format:
 	clang-format -i $$(git ls-files '*.cpp' '*.h')

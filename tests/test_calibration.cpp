@@ -177,6 +177,15 @@ TEST_CASE("fit parameters: declared type, unit, range and current value", "[cali
   CHECK(c.initial == 2);
   CHECK(c.scenario_value(3.4) == 3);
 
+  // A quantity or a keyword, declared as text: the range gives the unit; "auto" starts mid-range.
+  const FitParameter d =
+      parse_fit_parameter("nccl.tree_net_step_latency=1us:100us", scenario, groups);
+  CHECK(d.type == ParamType::Time);
+  CHECK(d.initial_from_range);
+  CHECK(d.initial == Approx(10e6));
+  CHECK_THROWS_WITH(parse_fit_parameter("nccl.tree_net_step_latency", scenario, groups),
+                    Catch::Contains("needs a range in its unit"));
+
   CHECK_THROWS_WITH(parse_fit_parameter("nccl.no_such=1:2", scenario, groups),
                     Catch::Contains("--fit nccl.no_such=1:2") &&
                         Catch::Contains("expected a declared parameter"));

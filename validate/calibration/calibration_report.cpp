@@ -71,10 +71,10 @@ std::vector<SliceRecord> slice_errors(const std::vector<RowRecord>& rows) {
   };
   // Ordered keys: the report lists slices in a fixed order.
   std::map<std::tuple<int, std::string, int, std::string, std::string>, Sum> sums;
-  const std::vector<std::string> by{"all", "case", "op", "size", "cc", "nodes"};
+  const std::vector<std::string> by{"all", "metric", "case", "op", "size", "cc", "nodes"};
   for (const RowRecord& r : rows) {
-    const std::vector<std::string> values{"all", r.case_label,           r.op, size_band(r.size),
-                                          r.cc,  std::to_string(r.nodes)};
+    const std::vector<std::string> values{
+        "all", r.metric, r.case_label, r.op, size_band(r.size), r.cc, std::to_string(r.nodes)};
     // A measured 0 (a counter) has no relative error: such rows count in no mean.
     if (!std::isfinite(r.error_before) || !std::isfinite(r.error_after)) continue;
     for (size_t b = 0; b < by.size(); ++b) {

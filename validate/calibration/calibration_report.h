@@ -97,7 +97,8 @@ constexpr auto record_fields(std::type_identity<SliceRecord>) {
   return std::tuple{
       text("role", &SliceRecord::role, 16, "`fit` (in-sample) or `held_out` (validation)."),
       text("by", &SliceRecord::by, 16,
-           "What the rows are grouped by: `all`, `case`, `op`, `size` (a band), `cc`, `nodes`."),
+           "What the rows are grouped by: `all`, `metric`, `case`, `op`, `size` (a band), `cc`, "
+           "`nodes`."),
       text("value", &SliceRecord::value, 32, "The group's value (a size band: `<=64KiB`, ...)."),
       text("family", &SliceRecord::family, 16, "Metric family."),
       field("rows", &SliceRecord::rows, "",
@@ -124,8 +125,8 @@ struct Report {
   std::vector<std::string> warnings;  // measured rows not simulated, ...
 };
 
-// The per-slice means of `rows`, for each role and family: over all, and by case, op, size
-// band, cc and nodes.
+// The per-slice means of `rows`, for each role and family: over all, and by metric, case, op,
+// size band, cc and nodes.
 std::vector<SliceRecord> slice_errors(const std::vector<RowRecord>& rows);
 
 void print_report(const Report& r, std::ostream& out);

@@ -163,19 +163,43 @@ FitParameter parse_fit_parameter(const std::string& argument, const nlohmann::js
     throw ScenarioError(
         where, "expected a declared parameter (see `fabtwin describe`), found \"" + p.path + "\"");
   }
-  if (!numeric_type(declared->type)) {
+  p.type = declared->type;
+  // A quantity or a keyword ("auto") is declared as text: its range says which quantity.
+  if (p.type == ParamType::Text && eq != std::string::npos) {
+    const std::string lo = argument.substr(eq + 1, argument.find(':', eq) - eq - 1);
+    const auto parses = [&](auto parse) {
+      try {
+        parse(lo);
+        return true;
+      } catch (const std::exception&) {
+        return false;
+      }
+    };
+    p.type = parses(parse_time)    ? ParamType::Time
+             : parses(parse_rate)  ? ParamType::Rate
+             : parses(parse_bytes) ? ParamType::Bytes
+                                   : ParamType::Text;
+  }
+  if (!numeric_type(p.type)) {
     throw ScenarioError(where,
                         "expected a parameter with a numeric value (time, rate, size, "
                         "number), found one of type " +
-                            param_type_name(declared->type));
+                            param_type_name(declared->type) +
+                            (declared->type == ParamType::Text
+                                 ? " (one that also takes a quantity needs a range in its "
+                                   "unit: PATH=LO:HI)"
+                                 : ""));
   }
-  p.type = declared->type;
   p.unit = unit_of(p.type);
   p.help = declared->help;
   p.source = declared->source;
   const nlohmann::json* current = find_path(scenario, p.path);
   bool has_initial = false;
-  if (current != nullptr) {
+  // A keyword written out ("auto" where that is the default) is no number to start from.
+  const bool keyword = current != nullptr && declared->type == ParamType::Text &&
+                       current->is_string() &&
+                       current->get<std::string>().find_first_of("0123456789") == std::string::npos;
+  if (current != nullptr && !keyword) {
     p.initial = parse_value(*current, p.type, p.path);
     has_initial = true;
   } else {
