@@ -153,7 +153,7 @@ calibrate-examples: build
 	printf '{"extends": ["../../scenarios/calibration/a3mega_2x8.json", "a3mega_latency.json"]}\n' \
 	  > results/calibration/a3mega_after_latency.json
 	$(CALIBRATE) --scenario results/calibration/a3mega_after_latency.json \
-	  --fit gpu.channel_rate=20Gbps:1280Gbps --fit nccl.tree_net_step_latency=1us:400us \
+	  --fit nccl.base_latency=1us:2ms --fit gpu.channel_rate=20Gbps:1280Gbps \
 	  --fit-on 'size>=32MiB,size<=256MiB' --predict 'size>256MiB' \
 	  --out results/calibration/a3mega_bandwidth.json \
 	  --report results/calibration/a3mega_bandwidth.h5 | tee results/calibration/a3mega_bandwidth.txt

@@ -506,6 +506,10 @@ int command_calibrate(const std::vector<std::string>& args) {
           r.reason =
               "fitted to an end of its range: the best value may lie beyond it (widen "
               "the range)";
+        } else if (r.standard_error > 0.5 * r.fitted) {
+          r.reason = "weakly identified: its standard error is " +
+                     std::to_string(std::lround(100 * r.standard_error / r.fitted)) +
+                     " % of its value (the fitted rows barely depend on it near this value)";
         }
       }
       report.parameters.push_back(r);

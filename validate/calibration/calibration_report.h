@@ -46,7 +46,9 @@ constexpr auto record_fields(std::type_identity<ParameterRecord>) {
       field("effect", &ParameterRecord::effect, "",
             "Largest change of a fitted residual, ln(model/measured), between the ends of the "
             "range, the other parameters at their start."),
-      text("reason", &ParameterRecord::reason, 160, "Why it was not fitted, if it was not."),
+      text("reason", &ParameterRecord::reason, 160,
+           "Why it was not fitted, or why a fitted value is uncertain (at a bound, weakly "
+           "identified)."),
   };
 }
 
