@@ -39,9 +39,13 @@ TEST_CASE("alpha-beta: the closed form recovers latency and bandwidth exactly", 
   CHECK(ab->alpha == Approx(25e-6).epsilon(1e-9));
   CHECK(ab->beta == Approx(40e9).epsilon(1e-9));
   CHECK(ab->time(1 << 20) == Approx(25e-6 + (1 << 20) / 40e9).epsilon(1e-12));
-  // One size, or times that do not grow with the size, give no model.
+  // One size gives no model; times that do not grow with the size give a latency alone.
   CHECK_FALSE(fit_alpha_beta({1024, 1024}, {1.0, 1.0}));
-  CHECK_FALSE(fit_alpha_beta({1024, 2048}, {2.0, 1.0}));
+  const std::optional<AlphaBeta> flat = fit_alpha_beta({1024, 2048}, {2.0, 1.0});
+  REQUIRE(flat);
+  CHECK(std::isinf(flat->beta));
+  CHECK(flat->alpha == Approx(1.2));  // sum(1/T) / sum(1/T^2) = 1.5 / 1.25: least relative squares
+  CHECK(flat->time(1 << 30) == flat->alpha);
 }
 
 TEST_CASE("fitter: least squares recovers a linear model's parameters", "[calibration]") {

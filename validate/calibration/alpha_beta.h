@@ -19,7 +19,8 @@ struct AlphaBeta {
 };
 
 // Minimises sum(((alpha + S/beta) - T) / T)^2 over the rows (S, T); nullopt with fewer than two
-// distinct sizes, or where the fit gives no positive bandwidth (the times do not grow with S).
+// distinct sizes. Where the times do not grow with S (a message-rate bound), beta is infinite
+// and alpha their relative-error mean.
 std::optional<AlphaBeta> fit_alpha_beta(const std::vector<double>& bytes,
                                         const std::vector<double>& times);
 
