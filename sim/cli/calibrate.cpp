@@ -183,7 +183,9 @@ nlohmann::json parameter_file(const Report& report, const std::vector<FitParamet
     fitted[r.path] = {{"value", params[j].scenario_value(r.fitted)},
                       {"initial", params[j].scenario_value(r.initial)},
                       {"range", {params[j].scenario_value(r.lo), params[j].scenario_value(r.hi)}},
-                      {"standard_error", params[j].text(r.standard_error)},
+                      {"standard_error", std::isfinite(r.standard_error)
+                                             ? nlohmann::json(params[j].text(r.standard_error))
+                                             : nlohmann::json("unbounded")},
                       {"status", r.status}};
     if (r.path.find('[') != std::string::npos) {
       warnings.push_back(r.path +
@@ -506,6 +508,11 @@ int command_calibrate(const std::vector<std::string>& args) {
           r.reason =
               "fitted to an end of its range: the best value may lie beyond it (widen "
               "the range)";
+        } else if (!std::isfinite(r.standard_error)) {
+          r.reason =
+              "weakly identified: the fitted rows do not depend on it near this value (no "
+              "slope there, so no standard error; it may still matter elsewhere in its "
+              "range)";
         } else if (r.standard_error > 0.5 * r.fitted) {
           r.reason = "weakly identified: its standard error is " +
                      std::to_string(std::lround(100 * r.standard_error / r.fitted)) +

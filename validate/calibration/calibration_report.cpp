@@ -137,7 +137,11 @@ void print_report(const Report& r, std::ostream& out) {
         << "status\n";
     for (const ParameterRecord& q : r.parameters) {
       std::string fitted = value_text(q.fitted, q.unit);
-      if (q.standard_error > 0) fitted += " +- " + value_text(q.standard_error, q.unit);
+      if (!std::isfinite(q.standard_error)) {
+        fitted += " +- ?";
+      } else if (q.standard_error > 0) {
+        fitted += " +- " + value_text(q.standard_error, q.unit);
+      }
       out << "  " << std::left << std::setw(34) << q.path << std::setw(14)
           << value_text(q.initial, q.unit) << std::setw(28) << fitted << " " << std::setw(25)
           << value_text(q.lo, q.unit) + ".." + value_text(q.hi, q.unit) << q.status << "\n";

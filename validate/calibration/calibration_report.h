@@ -42,7 +42,7 @@ constexpr auto record_fields(std::type_identity<ParameterRecord>) {
             "The calibrated value (the initial one where not fitted)."),
       field("standard_error", &ParameterRecord::standard_error, "unit",
             "Standard error of the fitted value from the Jacobian at the fit (0 where not "
-            "fitted)."),
+            "fitted; infinite where the fitted rows have no slope in it there)."),
       field("effect", &ParameterRecord::effect, "",
             "Largest change of a fitted residual, ln(model/measured), between the ends of the "
             "range, the other parameters at their start."),

@@ -323,18 +323,30 @@ FitResult fit(const Problem& problem, const Eigen::VectorXd& start, const std::v
   out.objective = s.f;
   out.converged = s.converged;
   out.evaluations = model.evaluations();
-  // Standard errors from the Jacobian at the result: s^2 (J'J)^-1, s^2 the residual variance.
+  // Standard errors from the Jacobian at the result: s^2 (J'J)^-1, s^2 the residual variance,
+  // over the columns that have a slope there; one without (a rate above another bottleneck)
+  // has an unbounded error.
   const Eigen::VectorXd r = model.at(s.x);
-  Eigen::MatrixXd J = s.J.size() > 0 ? s.J : jacobian(model, problem, s.x, r, which, o.step);
-  const Eigen::Index m = r.size(), n = static_cast<Eigen::Index>(which.size());
-  if (m > n) {
+  const Eigen::MatrixXd J = s.J.size() > 0 ? s.J : jacobian(model, problem, s.x, r, which, o.step);
+  const Eigen::VectorXd norms = J.colwise().norm();
+  std::vector<Eigen::Index> sloped;
+  for (Eigen::Index k = 0; k < J.cols(); ++k) {
+    if (norms[k] > 1e-9 * norms.maxCoeff() && norms[k] > 0) {
+      sloped.push_back(k);
+    } else {
+      out.standard_error[which[static_cast<size_t>(k)]] = std::numeric_limits<double>::infinity();
+    }
+  }
+  const Eigen::Index m = r.size(), n = static_cast<Eigen::Index>(sloped.size());
+  if (n > 0 && m > n) {
     const double variance = s.f / static_cast<double>(m - n);
-    const Eigen::MatrixXd A = J.transpose() * J;
+    const Eigen::MatrixXd A = J(Eigen::all, sloped).transpose() * J(Eigen::all, sloped);
     Eigen::FullPivLU<Eigen::MatrixXd> lu(A);
     if (lu.isInvertible()) {
       const Eigen::MatrixXd cov = variance * lu.inverse();
       for (Eigen::Index k = 0; k < n; ++k) {
-        out.standard_error[which[static_cast<size_t>(k)]] = std::sqrt(std::max(0.0, cov(k, k)));
+        out.standard_error[which[static_cast<size_t>(sloped[static_cast<size_t>(k)])]] =
+            std::sqrt(std::max(0.0, cov(k, k)));
       }
     }
   }

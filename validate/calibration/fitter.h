@@ -56,7 +56,9 @@ struct FitResult {
   int evaluations = 0;  // points evaluated by the fit (not the analysis)
   std::string method;   // what ran: "least_squares", "bobyqa", or both
   bool converged = false;
-  Eigen::VectorXd standard_error;  // of each free coordinate (0 for fixed ones)
+  // Of each free coordinate: 0 for fixed ones, infinite for one the residuals have no slope in
+  // at the result.
+  Eigen::VectorXd standard_error;
   std::vector<std::string> notes;
 };
 
