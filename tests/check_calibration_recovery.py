@@ -134,6 +134,10 @@ for args, status, message in [
     (["--fit", "nccl.net_step_latency=1us:5us"], 2, "lies outside the range"),
     (["--fit", "nccl.net_step_latency", "--fit-on", "bytes<4"], 2, "expected an attribute"),
     (["--fit", "nccl.net_step_latency", "--fit-on", "size>64GiB"], 2, "nothing to fit"),
+    (["--fit", "nccl.net_step_latency", "--predict", "size>4MiB"], 2,
+     "--fit-on (every measured row) and --predict size>4MiB overlap"),
+    (["--fit", "nccl.net_step_latency", "--weight", "pauses=2"], 2,
+     "--weight pauses=2: expected FAMILY=W"),
 ]:
     p = run("calibrate", "--measured", "measured.h5", "--scenario", str(scenario), *args,
             "--state", "state3", "--out", "bad.json", expect=status)

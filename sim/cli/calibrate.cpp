@@ -167,6 +167,173 @@ AlphaBetaGroups fit_alpha_beta_groups(const std::vector<Observation>& obs,
   return out;
 }
 
+std::map<std::string, double> family_weights(const std::vector<std::string>& weights) {
+  std::map<std::string, double> weight;
+  for (const Family& f : families()) weight[f.name] = f.default_weight;
+  for (const std::string& w : weights) {
+    const size_t eq = w.find('=');
+    const std::string family = w.substr(0, eq);
+    if (eq == std::string::npos || !weight.count(family)) {
+      throw po::error("--weight " + w +
+                      ": expected FAMILY=W with FAMILY one of time, busbw, latency, bandwidth, "
+                      "fct, counters");
+    }
+    try {
+      weight[family] = std::stod(w.substr(eq + 1));
+    } catch (const std::exception&) {
+      throw po::error("--weight " + w + ": expected a number after '='");
+    }
+    if (!(weight[family] >= 0)) throw po::error("--weight " + w + ": must be 0 or more");
+  }
+  return weight;
+}
+
+// "fit", "held_out" or "" (neither) for each observation. A row both slices take is refused:
+// held-out rows are never fitted.
+std::vector<std::string> assign_roles(const std::vector<Observation>& obs,
+                                      const std::vector<Case>& infos, const std::string& fit_on,
+                                      const std::string& predict) {
+  const Slice fit_slice = fit_on.empty() ? Slice::everything() : Slice::parse(fit_on, "--fit-on");
+  const std::optional<Slice> predict_slice =
+      predict.empty() ? std::nullopt : std::optional(Slice::parse(predict, "--predict"));
+  std::vector<std::string> roles(obs.size());
+  for (size_t i = 0; i < obs.size(); ++i) {
+    const bool fitted = fit_slice.matches(obs[i], infos);
+    const bool held = predict_slice ? predict_slice->matches(obs[i], infos) : !fit_slice.empty();
+    if (fitted && predict_slice && held) {
+      throw po::error("--fit-on " + (fit_on.empty() ? "(every measured row)" : fit_on) +
+                      " and --predict " + predict + " overlap (e.g. " + obs[i].key +
+                      "): held-out rows must not be fitted");
+    }
+    roles[i] = fitted ? "fit" : held ? "held_out" : "";
+  }
+  return roles;
+}
+
+// Measured rows the scenario does not produce are left out, and said.
+void leave_out_unsimulated(std::vector<Observation>& obs, std::vector<std::string>& roles,
+                           const std::vector<const RowValues*>& before,
+                           const std::vector<Case>& infos, std::vector<std::string>& warnings) {
+  std::map<size_t, std::vector<std::string>> missing;
+  std::vector<Observation> kept;
+  std::vector<std::string> kept_roles;
+  for (size_t i = 0; i < obs.size(); ++i) {
+    const RowValues& simulated = *before[obs[i].case_index];
+    const auto it = simulated.find(value_key(obs[i].table, obs[i].key, obs[i].metric));
+    if (it == simulated.end() || !std::isfinite(it->second)) {
+      missing[obs[i].case_index].push_back(obs[i].table + " " + obs[i].key + " " + obs[i].metric);
+      continue;
+    }
+    kept.push_back(obs[i]);
+    kept_roles.push_back(roles[i]);
+  }
+  for (const auto& [c, keys] : missing) {
+    warnings.push_back(std::to_string(keys.size()) + " measured metrics of case " + infos[c].label +
+                       " have no row in the simulated run and are left out "
+                       "(first: " +
+                       keys.front() + "): extend the scenario to them");
+  }
+  obs = std::move(kept);
+  roles = std::move(kept_roles);
+}
+
+// Parameter j's record: its range, start, calibrated value (as written and simulated) at
+// coordinate u, and what the analysis and the fit say of it.
+ParameterRecord parameter_record(const FitParameter& p, double fitted, double u,
+                                 const Identifiability& id, size_t j, const FitResult& fit) {
+  ParameterRecord r;
+  r.path = p.path;
+  r.unit = p.unit;
+  r.lo = p.lo;
+  r.hi = p.hi;
+  r.initial = p.initial;
+  r.fitted = fitted;
+  r.effect = id.effect[j];
+  r.reason = id.reason[j];
+  if (id.status[j] == Identified::NoEffect) {
+    r.status = "no_effect";
+    return r;
+  }
+  if (id.status[j] == Identified::NotSeparately) {
+    r.status = "not_separately_identifiable";
+    return r;
+  }
+  r.status = u <= 1e-3 || u >= 1 - 1e-3 ? "at_bound" : "fitted";
+  // d value / d u at the result turns the coordinate's standard error into the unit's.
+  const double slope = p.logarithmic ? r.fitted * std::log(p.hi / p.lo) : p.hi - p.lo;
+  r.standard_error =
+      FitParameter::rounded(fit.standard_error[static_cast<Eigen::Index>(j)] * slope, 2);
+  if (r.status == "at_bound") {
+    r.reason = "fitted to an end of its range: the best value may lie beyond it (widen the range)";
+  } else if (!std::isfinite(r.standard_error)) {
+    r.reason =
+        "weakly identified: the fitted rows do not depend on it near this value (no slope "
+        "there, so no standard error; it may still matter elsewhere in its range)";
+  } else if (r.standard_error > 0.5 * r.fitted) {
+    r.reason = "weakly identified: its standard error is " +
+               std::to_string(std::lround(100 * r.standard_error / r.fitted)) +
+               " % of its value (the fitted rows barely depend on it near this value)";
+  }
+  return r;
+}
+
+// A measured metric beside the model before and after, and the alpha-beta model. Without a
+// simulator the alpha-beta model is the model (NaN where it has no value for the row).
+RowRecord row_record(const Observation& o, const Case& info, const std::string& role,
+                     const RowValues* before, const RowValues* after, const AlphaBetaGroups& ab,
+                     bool simulated) {
+  RowRecord r;
+  r.case_label = info.label;
+  r.table = o.table;
+  r.key = o.key;
+  r.metric = o.metric;
+  r.family = o.family;
+  r.role = role;
+  r.op = o.op;
+  r.cc = info.cc;
+  r.nodes = info.nodes;
+  r.size = o.size;
+  r.measured = o.measured;
+  r.alpha_beta = std::nan("");
+  if (const auto g = ab.fitted.find({o.case_index, o.op, o.metric}); g != ab.fitted.end()) {
+    const double t = g->second.time(o.size);
+    r.alpha_beta = o.metric == "bw_average_bps" ? o.size * 8 / t : t;
+  }
+  const std::string k = value_key(o.table, o.key, o.metric);
+  r.before = simulated ? before->at(k) : r.alpha_beta;
+  r.after = simulated ? after->at(k) : r.alpha_beta;
+  r.error_before = relative_error(o, r.before);
+  r.error_after = relative_error(o, r.after);
+  return r;
+}
+
+nlohmann::json provenance(const std::vector<Case>& infos, const std::vector<std::string>& sets,
+                          const std::string& fit_on, const std::string& predict,
+                          const std::map<std::string, double>& weight) {
+  nlohmann::json case_list = nlohmann::json::array();
+  for (const Case& c : infos) {
+    case_list.push_back({{"label", c.label},
+                         {"measured", c.measured_file},
+                         {"sha256", c.measured_sha256},
+                         {"source", c.measured_source},
+                         {"scenario", c.scenario_file},
+                         {"cc", c.cc},
+                         {"nodes", c.nodes},
+                         {"ranks", c.ranks}});
+  }
+  nlohmann::json weight_json = nlohmann::json::object();
+  for (const auto& [f, w] : weight) weight_json[f] = w;
+  return {{"fabtwin_version", kVersion},
+          {"date", today()},
+          {"cases", case_list},
+          {"set", sets},
+          {"fit_slice", fit_on.empty() ? "every measured row" : fit_on},
+          {"held_out_slice", !predict.empty()  ? predict
+                             : !fit_on.empty() ? "the rows --fit-on leaves out"
+                                               : "none"},
+          {"weights", weight_json}};
+}
+
 // The calibrated parameter file: the fitted values where a scenario has them, and the
 // provenance under `calibration` (a section every scenario accepts and the simulator ignores).
 nlohmann::json parameter_file(const Report& report, const std::vector<FitParameter>& params,
@@ -322,43 +489,8 @@ int command_calibrate(const std::vector<std::string>& args) {
   }
 
   // Roles: fitted on, held out, or neither.
-  const Slice fit_slice = fit_on.empty() ? Slice::everything() : Slice::parse(fit_on, "--fit-on");
-  const std::optional<Slice> predict_slice =
-      predict.empty() ? std::nullopt : std::optional(Slice::parse(predict, "--predict"));
-  std::map<std::string, double> weight;
-  for (const Family& f : families()) weight[f.name] = f.default_weight;
-  for (const std::string& w : weights) {
-    const size_t eq = w.find('=');
-    const std::string family = w.substr(0, eq);
-    if (eq == std::string::npos || !weight.count(family)) {
-      throw po::error("--weight " + w +
-                      ": expected FAMILY=W with FAMILY one of time, busbw, "
-                      "latency, bandwidth, fct, counters");
-    }
-    try {
-      weight[family] = std::stod(w.substr(eq + 1));
-    } catch (const std::exception&) {
-      throw po::error("--weight " + w + ": expected a number after '='");
-    }
-    if (!(weight[family] >= 0)) throw po::error("--weight " + w + ": must be 0 or more");
-  }
-  std::vector<std::string> roles(obs.size());
-  for (size_t i = 0; i < obs.size(); ++i) {
-    if (fit_slice.matches(obs[i], infos)) {
-      roles[i] = "fit";
-    } else if (predict_slice ? predict_slice->matches(obs[i], infos) : !fit_slice.empty()) {
-      roles[i] = "held_out";
-    }
-  }
-  // A row the slices both take is fitted on: never also counted as held out.
-  if (predict_slice) {
-    for (size_t i = 0; i < obs.size(); ++i) {
-      if (roles[i] == "fit" && predict_slice->matches(obs[i], infos) && !fit_on.empty()) {
-        throw po::error("--fit-on " + fit_on + " and --predict " + predict + " overlap (e.g. " +
-                        obs[i].key + "): held-out rows must not be fitted");
-      }
-    }
-  }
+  const std::map<std::string, double> weight = family_weights(weights);
+  std::vector<std::string> roles = assign_roles(obs, infos, fit_on, predict);
 
   std::vector<FitParameter> params;
   for (const std::string& f : fits) {
@@ -396,34 +528,12 @@ int command_calibrate(const std::vector<std::string>& args) {
     }
     sims = std::make_unique<Simulations>(cases, params, jobs, threads);
     before = sims->run({initial})[0];
-    // Measured rows the scenario does not produce are left out, and said.
-    std::map<size_t, std::vector<std::string>> missing;
-    std::vector<Observation> kept;
-    std::vector<std::string> kept_roles;
-    for (size_t i = 0; i < obs.size(); ++i) {
-      const auto it =
-          before[obs[i].case_index]->find(value_key(obs[i].table, obs[i].key, obs[i].metric));
-      if (it == before[obs[i].case_index]->end() || !std::isfinite(it->second)) {
-        missing[obs[i].case_index].push_back(obs[i].table + " " + obs[i].key + " " + obs[i].metric);
-        continue;
-      }
-      kept.push_back(obs[i]);
-      kept_roles.push_back(roles[i]);
-    }
-    for (const auto& [c, keys] : missing) {
-      report.warnings.push_back(std::to_string(keys.size()) + " measured metrics of case " +
-                                infos[c].label +
-                                " have no row in the simulated run and are left "
-                                "out (first: " +
-                                keys.front() + "): extend the scenario to them");
-    }
-    obs = std::move(kept);
-    roles = std::move(kept_roles);
+    leave_out_unsimulated(obs, roles, before, infos, report.warnings);
   }
   std::vector<size_t> fitted_rows;
   std::map<std::string, int> per_family;
   for (size_t i = 0; i < obs.size(); ++i) {
-    if (roles[i] == "fit" && weight[obs[i].family] > 0) {
+    if (roles[i] == "fit" && weight.at(obs[i].family) > 0) {
       fitted_rows.push_back(i);
       ++per_family[obs[i].family];
     }
@@ -451,7 +561,7 @@ int command_calibrate(const std::vector<std::string>& args) {
   problem.weights.resize(static_cast<Eigen::Index>(fitted_rows.size()));
   for (size_t k = 0; k < fitted_rows.size(); ++k) {
     const std::string& f = obs[fitted_rows[k]].family;
-    problem.weights[k] = weight[f] / per_family[f];
+    problem.weights[k] = weight.at(f) / per_family[f];
   }
   problem.evaluate = [&](const std::vector<Eigen::VectorXd>& points) {
     std::vector<std::vector<double>> values;
@@ -485,41 +595,7 @@ int command_calibrate(const std::vector<std::string>& args) {
     }
     after = sims->run({fitted})[0];
     for (size_t j = 0; j < params.size(); ++j) {
-      const FitParameter& p = params[j];
-      ParameterRecord r;
-      r.path = p.path;
-      r.unit = p.unit;
-      r.lo = p.lo;
-      r.hi = p.hi;
-      r.initial = p.initial;
-      r.fitted = fitted[j];
-      r.effect = id.effect[j];
-      r.reason = id.reason[j];
-      if (id.status[j] == Identified::NoEffect) {
-        r.status = "no_effect";
-      } else if (id.status[j] == Identified::NotSeparately) {
-        r.status = "not_separately_identifiable";
-      } else {
-        r.status = u[j] <= 1e-3 || u[j] >= 1 - 1e-3 ? "at_bound" : "fitted";
-        // d value / d u at the result turns the coordinate's standard error into the unit's.
-        const double slope = p.logarithmic ? r.fitted * std::log(p.hi / p.lo) : p.hi - p.lo;
-        r.standard_error = FitParameter::rounded(fit.standard_error[j] * slope, 2);
-        if (r.status == "at_bound") {
-          r.reason =
-              "fitted to an end of its range: the best value may lie beyond it (widen "
-              "the range)";
-        } else if (!std::isfinite(r.standard_error)) {
-          r.reason =
-              "weakly identified: the fitted rows do not depend on it near this value (no "
-              "slope there, so no standard error; it may still matter elsewhere in its "
-              "range)";
-        } else if (r.standard_error > 0.5 * r.fitted) {
-          r.reason = "weakly identified: its standard error is " +
-                     std::to_string(std::lround(100 * r.standard_error / r.fitted)) +
-                     " % of its value (the fitted rows barely depend on it near this value)";
-        }
-      }
-      report.parameters.push_back(r);
+      report.parameters.push_back(parameter_record(params[j], fitted[j], u[j], id, j, fit));
     }
     report.fit = {{"method", fit.method},
                   {"evaluations", fit.evaluations},
@@ -546,34 +622,9 @@ int command_calibrate(const std::vector<std::string>& args) {
   for (size_t i = 0; i < obs.size(); ++i) {
     if (roles[i].empty()) continue;
     const Observation& o = obs[i];
-    const Case& info = infos[o.case_index];
-    RowRecord r;
-    r.case_label = info.label;
-    r.table = o.table;
-    r.key = o.key;
-    r.metric = o.metric;
-    r.family = o.family;
-    r.role = roles[i];
-    r.op = o.op;
-    r.cc = info.cc;
-    r.nodes = info.nodes;
-    r.size = o.size;
-    r.measured = o.measured;
-    const std::string k = value_key(o.table, o.key, o.metric);
-    r.before = before[o.case_index] ? before[o.case_index]->at(k) : std::nan("");
-    r.after = after[o.case_index] ? after[o.case_index]->at(k) : std::nan("");
-    r.error_before = relative_error(o, r.before);
-    r.error_after = relative_error(o, r.after);
-    r.alpha_beta = std::nan("");
-    if (const auto g = ab.fitted.find({o.case_index, o.op, o.metric}); g != ab.fitted.end()) {
-      const double t = g->second.time(o.size);
-      r.alpha_beta = o.metric == "bw_average_bps" ? o.size * 8 / t : t;
-    }
-    if (!sims) {  // no simulator: the alpha-beta model is the model
-      r.before = r.after = r.alpha_beta;
-      r.error_before = r.error_after = relative_error(o, r.alpha_beta);
-      if (!std::isfinite(r.alpha_beta)) continue;
-    }
+    const RowRecord r = row_record(o, infos[o.case_index], roles[i], before[o.case_index],
+                                   after[o.case_index], ab, sims != nullptr);
+    if (!sims && !std::isfinite(r.after)) continue;  // rows alpha-beta cannot model
     (r.role == "fit" ? fit_rows : held_out_rows) += 1;
     report.rows.push_back(r);
   }
@@ -582,28 +633,7 @@ int command_calibrate(const std::vector<std::string>& args) {
   report.fit["objective_rows"] = fitted_rows.size();
   report.fit["held_out_rows"] = held_out_rows;
 
-  nlohmann::json case_list = nlohmann::json::array();
-  for (const Case& c : infos) {
-    case_list.push_back({{"label", c.label},
-                         {"measured", c.measured_file},
-                         {"sha256", c.measured_sha256},
-                         {"source", c.measured_source},
-                         {"scenario", c.scenario_file},
-                         {"cc", c.cc},
-                         {"nodes", c.nodes},
-                         {"ranks", c.ranks}});
-  }
-  nlohmann::json weight_json = nlohmann::json::object();
-  for (const auto& [f, w] : weight) weight_json[f] = w;
-  report.provenance = {{"fabtwin_version", kVersion},
-                       {"date", today()},
-                       {"cases", case_list},
-                       {"set", sets},
-                       {"fit_slice", fit_on.empty() ? "every measured row" : fit_on},
-                       {"held_out_slice", !predict.empty()  ? predict
-                                          : !fit_on.empty() ? "the rows --fit-on leaves out"
-                                                            : "none"},
-                       {"weights", weight_json}};
+  report.provenance = provenance(infos, sets, fit_on, predict, weight);
 
   std::vector<std::string> file_warnings;
   const nlohmann::json params_file =
