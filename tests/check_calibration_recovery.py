@@ -141,8 +141,8 @@ for args, status, message in [
 ]:
     p = run("calibrate", "--measured", "measured.h5", "--scenario", str(scenario), *args,
             "--state", "state3", "--out", "bad.json", expect=status)
-    check(message in p.stderr and not (work / "bad.json").exists(),
-          f"refused with '{message}', nothing written")
+    check(message in p.stderr and not (work / "bad.json").exists() and
+          not (work / "state3").exists(), f"refused with '{message}', nothing written")
 (work / "not_hdf5.h5").write_text("nccl-tests log")
 p = run("calibrate", "--measured", "not_hdf5.h5", "--scenario", str(scenario), "--fit",
         "nccl.net_step_latency", "--out", "bad.json", expect=1)

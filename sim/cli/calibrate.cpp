@@ -210,6 +210,27 @@ std::vector<std::string> assign_roles(const std::vector<Observation>& obs,
   return roles;
 }
 
+// The observations the objective takes (fitted, with a weight above 0) and how many of each
+// family; refused when there are none.
+std::pair<std::vector<size_t>, std::map<std::string, int>> objective_rows(
+    const std::vector<Observation>& obs, const std::vector<std::string>& roles,
+    const std::map<std::string, double>& weight, const std::string& fit_on) {
+  std::vector<size_t> rows;
+  std::map<std::string, int> per_family;
+  for (size_t i = 0; i < obs.size(); ++i) {
+    if (roles[i] == "fit" && weight.at(obs[i].family) > 0) {
+      rows.push_back(i);
+      ++per_family[obs[i].family];
+    }
+  }
+  if (rows.empty()) {
+    throw po::error("no measured metric is in the fitted slice" +
+                    (fit_on.empty() ? std::string() : " (--fit-on " + fit_on + ")") +
+                    " with a weight above 0: nothing to fit");
+  }
+  return {rows, per_family};
+}
+
 // Measured rows the scenario does not produce are left out, and said.
 void leave_out_unsimulated(std::vector<Observation>& obs, std::vector<std::string>& roles,
                            const std::vector<const RowValues*>& before,
@@ -511,6 +532,7 @@ int command_calibrate(const std::vector<std::string>& args) {
                                 "; write the value in the scenario to start there");
     }
   }
+  objective_rows(obs, roles, weight, fit_on);  // refused before anything is simulated
   std::vector<double> initial;
   for (const FitParameter& p : params) initial.push_back(p.initial);
   std::vector<const RowValues*> before(cases.size(), nullptr), after(cases.size(), nullptr);
@@ -530,19 +552,7 @@ int command_calibrate(const std::vector<std::string>& args) {
     before = sims->run({initial})[0];
     leave_out_unsimulated(obs, roles, before, infos, report.warnings);
   }
-  std::vector<size_t> fitted_rows;
-  std::map<std::string, int> per_family;
-  for (size_t i = 0; i < obs.size(); ++i) {
-    if (roles[i] == "fit" && weight.at(obs[i].family) > 0) {
-      fitted_rows.push_back(i);
-      ++per_family[obs[i].family];
-    }
-  }
-  if (fitted_rows.empty()) {
-    throw po::error("no measured metric is in the fitted slice" +
-                    (fit_on.empty() ? std::string() : " (--fit-on " + fit_on + ")") +
-                    " with a weight above 0: nothing to fit");
-  }
+  const auto [fitted_rows, per_family] = objective_rows(obs, roles, weight, fit_on);
 
   // The fit.
   FitOptions options;
@@ -561,7 +571,7 @@ int command_calibrate(const std::vector<std::string>& args) {
   problem.weights.resize(static_cast<Eigen::Index>(fitted_rows.size()));
   for (size_t k = 0; k < fitted_rows.size(); ++k) {
     const std::string& f = obs[fitted_rows[k]].family;
-    problem.weights[k] = weight.at(f) / per_family[f];
+    problem.weights[k] = weight.at(f) / per_family.at(f);
   }
   problem.evaluate = [&](const std::vector<Eigen::VectorXd>& points) {
     std::vector<std::vector<double>> values;
