@@ -45,11 +45,16 @@ constexpr uint64_t make_event_key(ComponentId source, uint64_t sequence) {
 constexpr uint32_t make_kind(uint32_t handler, uint32_t index) {
   return handler | (index << 8);
 }
+
+// A hint in a kind's top bit (indices stay below 2^23): `data` is the address of the record
+// the handler reads first, such as a packet, which the event queue prefetches before the event
+// is due. It is not part of the event: kind_index() and the run's fingerprint ignore it.
+inline constexpr uint32_t kPrefetchPayload = uint32_t{1} << 31;
 constexpr uint32_t kind_handler(uint32_t kind) {
   return kind & 0xFF;
 }
 constexpr uint32_t kind_index(uint32_t kind) {
-  return kind >> 8;
+  return (kind & ~kPrefetchPayload) >> 8;
 }
 
 }  // namespace fabtwin

@@ -104,7 +104,7 @@ template <bool Alone>
       // polynomial hash with an odd multiplier); good enough to tell two histories apart.
       c.fingerprint_ =
           ((c.fingerprint_ ^ static_cast<uint64_t>(e.time.ps)) * 0xFF51AFD7ED558CCDULL + e.key) ^
-          (static_cast<uint64_t>(e.kind) << 40);
+          (static_cast<uint64_t>(e.kind & ~kPrefetchPayload) << 40);
     } else if (!Alone) {
       p.window_background.emplace_back(order_of(e), &c);
     }

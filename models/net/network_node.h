@@ -58,7 +58,8 @@ class NetworkNode : public Component {
     const Time wire = port.wire_time(p->frame);
     port.busy_until = now() + wire;
     port.busy_time += wire;
-    schedule(now() + wire + port.delay, port.peer, make_kind(kPacketArrival, port.peer_port),
+    schedule(now() + wire + port.delay, port.peer,
+             make_kind(kPacketArrival, port.peer_port) | kPrefetchPayload,
              reinterpret_cast<uint64_t>(p));
   }
 
@@ -156,7 +157,8 @@ class NetworkNode : public Component {
     PriorityCounters& c = port.counters[priority];
     ++c.tx_packets;
     c.tx_bytes += frame;
-    schedule(start + wire + port.delay, port.peer, make_kind(kPacketArrival, port.peer_port),
+    schedule(start + wire + port.delay, port.peer,
+             make_kind(kPacketArrival, port.peer_port) | kPrefetchPayload,
              reinterpret_cast<uint64_t>(p));
   }
 

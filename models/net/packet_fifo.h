@@ -1,6 +1,8 @@
 // A FIFO of queued packets on a power-of-two ring that only grows: no allocation per packet.
 // Each entry keeps the frame length beside the pointer, so serving a queue never touches the
-// packet itself (it may have left the cache long ago).
+// packet itself (it may have left the cache long ago): nor does marking it, which needs to know
+// whether it is ECN-capable. The ring's next line is prefetched a few entries ahead at both ends,
+// as the queues of a fabric's ports take turns and each walks its own ring.
 #pragma once
 
 #include <cassert>
@@ -18,7 +20,9 @@ struct QueuedPacket {
   // The priority it arrived with, its ingress priority group: the queue's own priority unless
   // the switch rewrote it (routing.priority_rewrite).
   uint8_t ingress_priority;
+  bool ect;  // ECN-capable transport (not Not-ECT) when it was queued
 };
+static_assert(sizeof(QueuedPacket) == 16);
 
 class PacketFifo {
  public:
@@ -39,7 +43,9 @@ class PacketFifo {
   void push(Packet* p, uint16_t ingress = 0, uint8_t ingress_priority = 0) {
     if (size_ == capacity_) [[unlikely]]
       grow();
-    ring_[(head_ + size_) & mask_] = {p, p->frame, ingress, ingress_priority};
+    const uint32_t tail = (head_ + size_) & mask_;
+    ring_[tail] = {p, p->frame, ingress, ingress_priority, p->ecn != Ecn::NotEct};
+    __builtin_prefetch(&ring_[(tail + kAhead) & mask_], 1);
     ++size_;
     bytes_ += p->frame;
   }
@@ -48,12 +54,14 @@ class PacketFifo {
     assert(size_ > 0);
     const QueuedPacket q = ring_[head_];
     head_ = (head_ + 1) & mask_;
+    __builtin_prefetch(&ring_[(head_ + kAhead) & mask_]);
     --size_;
     bytes_ -= q.frame;
     return q;
   }
 
  private:
+  static constexpr uint32_t kAhead = 4;  // entries: one cache line
   [[gnu::noinline]] void grow() {
     const uint32_t n = capacity_ == 0 ? 16 : 2 * capacity_;
     auto bigger = std::make_unique<QueuedPacket[]>(n);

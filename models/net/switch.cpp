@@ -180,7 +180,7 @@ int64_t Switch::headroom_overflows() const {
 [[gnu::always_inline]] inline void Switch::egress(uint32_t in_port, Packet* p, int prio,
                                                   uint32_t out, int queue) {
   EgressPort& port = ports_[out];
-  if (config_.mark_at_enqueue) maybe_mark(port, queue, p, port.queues[queue].bytes());
+  if (config_.mark_at_enqueue) maybe_mark(port, queue, p, port.queues[queue].bytes(), is_ect(p));
   if (egress_idle(out, queue)) {
     pass_through(in_port, p, prio, out, queue, now());
     return;
@@ -223,7 +223,7 @@ int64_t Switch::headroom_overflows() const {
     // in force at or after it.
     if (port.backlog == 0 && port.busy_until <= start && port.pending_pause.empty() &&
         port.paused_until[queue] <= start) {
-      if (config_.mark_at_enqueue) maybe_mark(port, queue, p, 0);
+      if (config_.mark_at_enqueue) maybe_mark(port, queue, p, 0, is_ect(p));
       pass_through(in_port, p, prio, out, queue, start);
       return;
     }
@@ -271,7 +271,7 @@ void Switch::leave_pipeline(uint32_t index) {
     } else {
       watchdog_discard(port, f.queue, f.packet, frame);
     }
-    release({f.packet, frame, f.in_port, f.group}, f.out, f.group, f.queue);
+    release({f.packet, frame, f.in_port, f.group, is_ect(f.packet)}, f.out, f.group, f.queue);
     return;
   }
   egress(f.in_port, f.packet, f.group, f.out, f.queue);
@@ -294,8 +294,9 @@ void Switch::leave_pipeline(uint32_t index) {
   } else {
     port.deficit[queue] -= frame;
   }
-  if (!config_.mark_at_enqueue) maybe_mark(port, queue, p, 0);
-  release({p, frame, static_cast<uint16_t>(in_port), static_cast<uint8_t>(prio)}, out, prio, queue);
+  if (!config_.mark_at_enqueue) maybe_mark(port, queue, p, 0, is_ect(p));
+  release({p, frame, static_cast<uint16_t>(in_port), static_cast<uint8_t>(prio), is_ect(p)}, out,
+          prio, queue);
   transmit_from(start, out, p, frame, queue);
 }
 
@@ -372,9 +373,10 @@ void Switch::on_transmit_done(uint32_t port) {
   start_transmission(port);
 }
 
-void Switch::mark_above_kmin(EgressPort& port, int priority, Packet* p, int64_t queue_bytes) {
+void Switch::mark_above_kmin(EgressPort& port, int priority, Packet* p, int64_t queue_bytes,
+                             bool ect) {
   if (!port.red.should_mark(queue_bytes, rng())) return;
-  if (p->ecn == Ecn::NotEct) return;  // only ECN-capable transport is marked
+  if (!ect) return;  // only ECN-capable transport is marked
   p->ecn = Ecn::Ce;
   ++port.counters[priority].ecn_marks;
 }
@@ -406,7 +408,7 @@ void Switch::mark_above_kmin(EgressPort& port, int priority, Packet* p, int64_t 
   EgressPort& port = ports_[port_index];
   const QueuedPacket q = port.dequeue(prio);
   port.charge(prio, q.frame);
-  if (!config_.mark_at_enqueue) maybe_mark(port, prio, q.packet, port.queues[prio].bytes());
+  if (!config_.mark_at_enqueue) maybe_mark(port, prio, q.packet, port.queues[prio].bytes(), q.ect);
   release(q, port_index, group, prio);
   transmit(port_index, q.packet, q.frame, prio);
   if (port.has_backlog()) request_transmit_done(port_index);

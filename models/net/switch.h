@@ -76,10 +76,13 @@ class Switch final : public NetworkNode {
  private:
   void start_transmission(uint32_t port);
   // RED/ECN at `port`: nothing to do (ECN off, or the queue at or below Kmin) is decided inline.
-  void maybe_mark(EgressPort& port, int priority, Packet* p, int64_t queue_bytes) {
-    if (port.ecn && queue_bytes > port.red.kmin) mark_above_kmin(port, priority, p, queue_bytes);
+  // `ect`: whether `p` is ECN-capable, known without reading it for a frame leaving its queue.
+  void maybe_mark(EgressPort& port, int priority, Packet* p, int64_t queue_bytes, bool ect) {
+    if (port.ecn && queue_bytes > port.red.kmin) {
+      mark_above_kmin(port, priority, p, queue_bytes, ect);
+    }
   }
-  void mark_above_kmin(EgressPort& port, int priority, Packet* p, int64_t queue_bytes);
+  void mark_above_kmin(EgressPort& port, int priority, Packet* p, int64_t queue_bytes, bool ect);
   Time refresh_interval(uint32_t port) const;
   void drop(PriorityCounters& c, int64_t PriorityCounters::*cause, Packet* p);
   void on_arrival_checked(uint32_t port, Packet* p);
