@@ -52,12 +52,14 @@ class Component {
 
  private:
   friend class Simulator;
-  std::string name_;
+  // What every event reads (the runner's fingerprint, schedule()'s partition, id and sequence)
+  // shares the object's first cache line with its virtual table pointer.
   Partition* partition_ = nullptr;
-  ComponentId id_ = 0;
   uint64_t sequence_ = 0;
   uint64_t fingerprint_ = 0;
+  ComponentId id_ = 0;
   Rng rng_;
+  std::string name_;
 };
 
 }  // namespace fabtwin

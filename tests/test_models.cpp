@@ -132,6 +132,37 @@ TEST_CASE("a lossy queue past its egress threshold drops and counts it at the eg
   CHECK(b.pool.in_use() == 0);  // every packet came back to the pool
 }
 
+TEST_CASE("a queue above Kmax marks its ECN-capable frames and only those", "[switch][ecn]") {
+  // Two senders at line rate into one egress: the queue grows past Kmax = 2 frames, where RED
+  // marks every frame it serves (at dequeue), unless the frame is Not-ECT. Whether a frame is
+  // ECN-capable is taken from its queue entry, not read from the packet.
+  StarBench b(StarBench::config_with(
+      {{"switch", {{"buffer", "1MB"}}}, {"ecn", {{"kmin", "1KB"}, {"kmax", "2KB"}}}}));
+  for (uint32_t i = 0; i < 20; ++i) {
+    for (int src : {0, 2}) {
+      Packet* p = b.packet(src, 1, static_cast<uint32_t>(100 * src) + i, 1000);
+      if (i % 2 == 1) p->ecn = Ecn::NotEct;
+      b.hosts[src]->send(p);
+    }
+  }
+  b.sim.run(parse_time("1ms"));
+  const auto& arrivals = b.hosts[1]->arrivals;
+  REQUIRE(arrivals.size() == 40);
+  int ce = 0;
+  int ect_late = 0;  // ECN-capable frames that arrived after the queue had passed Kmax
+  for (size_t k = 0; k < arrivals.size(); ++k) {
+    const bool ect = arrivals[k].psn % 2 == 0;
+    if (!ect) CHECK(arrivals[k].ecn == Ecn::NotEct);
+    if (arrivals[k].ecn == Ecn::Ce) ++ce;
+    if (ect && k >= 8 && k < 36) {  // the queue holds more than two frames from the 4th to the 36th
+      CHECK(arrivals[k].ecn == Ecn::Ce);
+      ++ect_late;
+    }
+  }
+  CHECK(ect_late > 10);
+  CHECK(b.sw->ports()[1].counters[3].ecn_marks == ce);
+}
+
 TEST_CASE("egress queues are served in strict priority", "[switch]") {
   StarBench b(Bytes{10'000'000});
   for (uint32_t i = 0; i < 8; ++i) b.hosts[0]->send(b.packet(0, 1, i, 4096, 1));
@@ -433,4 +464,29 @@ TEST_CASE("flow-size CDFs: mean, sampling, and bad files", "[traffic]") {
   // A mean of 0 would make Poisson arrivals infinitely frequent (the run never ended).
   CHECK_THROWS_WITH(FlowSizeCdf::from_points({{0, 50}, {0, 100}}), Catch::Contains("above 0"));
   CHECK_THROWS_WITH(FlowSizeCdf::load(shipped_cdf_dir()), Catch::Contains("found a directory"));
+}
+
+TEST_CASE("the packet pool gives each packet a cache line and grows in huge-page blocks",
+          "[packet]") {
+  PacketPool pool;
+  std::vector<Packet*> taken;
+  std::set<Packet*> distinct;
+  for (int i = 0; i < 40'000; ++i) {
+    Packet* p = pool.acquire();
+    REQUIRE(reinterpret_cast<uintptr_t>(p) % 64 == 0);
+    p->psn = static_cast<uint32_t>(i);
+    taken.push_back(p);
+    distinct.insert(p);
+  }
+  CHECK(distinct.size() == taken.size());
+  // A first block of 4,096 packets, then blocks of 2 MiB (32,768 packets).
+  CHECK(pool.capacity() == 4096 + 2 * 32768);
+  CHECK(pool.in_use() == 40'000);
+  for (size_t i = 0; i < taken.size(); ++i) REQUIRE(taken[i]->psn == i);  // no two overlap
+  for (Packet* p : taken) pool.release(p);
+  CHECK(pool.in_use() == 0);
+  for (int i = 0; i < 40'000; ++i) taken[static_cast<size_t>(i)] = pool.acquire();
+  CHECK(pool.capacity() == 4096 + 2 * 32768);  // recycled, nothing new
+  CHECK(taken.front()->psn == 0);              // acquire() hands out a fresh packet
+  for (Packet* p : taken) pool.release(p);
 }

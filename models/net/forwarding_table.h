@@ -20,7 +20,7 @@ namespace fabtwin {
 // How many hosts a fabric may have for every switch to map destinations one entry per host
 // (a direct index, the fastest lookup) whatever its runs; above it a switch maps them by runs
 // unless that takes as much memory as one entry per host.
-constexpr int kDirectHostsLimit = 1024;
+constexpr int kDirectHostsLimit = 256;
 
 // Destination host -> entry index: per host (`direct`), or by runs of consecutive hosts.
 struct HostEntryMap {

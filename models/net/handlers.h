@@ -14,7 +14,7 @@ namespace fabtwin {
 // Every network node (switch or NIC): the link contract (network_node.h).
 enum NodeHandler : uint32_t {
   kPacketArrival = 1,      // index = ingress port, data = Packet*
-  kTransmitDone = 2,       // index = egress port
+  kTransmitDone = 2,       // index = egress port; data = a prefetch hint (network_node.h)
   kFirstModelHandler = 8,  // the first number free for a node's own handlers
 };
 

@@ -18,7 +18,7 @@ enum class Ecn : uint8_t { NotEct = 0, Ect1 = 1, Ect0 = 2, Ce = 3 };
 
 // Only the header fields the models act on are kept; `frame` is the Ethernet frame length
 // (headers + payload + FCS) that queues and buffers account for. See roce_framing.h.
-struct Packet {
+struct alignas(64) Packet {
   uint32_t flow = 0;         // flow (message) id, global
   uint32_t src_host = 0;     // host index of the sender of this packet
   uint32_t dst_host = 0;     // host index it is addressed to
