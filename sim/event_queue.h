@@ -19,18 +19,23 @@ namespace fabtwin {
 // events). Later events wait in a heap and move onto the wheel as the horizon passes them.
 //
 // A bucket's events lie side by side in chunks of seven (four cache lines), chained from the
-// newest: draining a bucket reads a chunk or two, where a list of single events linked across
-// the pool cost one dependent cache miss per event. Chunks are recycled, so a steady run
-// allocates nothing, and the pool holds about the run's peak of pending events. When a bucket
-// becomes current, the payloads of its events and of the next bucket's that carry
-// kPrefetchPayload are prefetched, so that a handler finds its packet in cache.
+// newest, whose fill count sits beside the bucket's head (the older chunks are full): draining a
+// bucket reads a chunk or two, where a list of single events linked across the pool cost one
+// dependent cache miss per event, and a push reads only the wheel's head array, whose live part
+// (the next few microseconds) stays in cache. Chunks are recycled, so a steady run allocates
+// nothing, and the pool holds about the run's peak of pending events.
+//
+// Prefetching runs as a pipeline over the occupied buckets: when a bucket becomes current, the
+// payloads of the next one's events that carry kPrefetchPayload are prefetched (its chunks were
+// prefetched one step earlier), and the newest chunk of the one after it; a handler then finds
+// its packet in cache.
 class EventQueue {
  public:
   static constexpr int kBucketBits = 11;  // 2^11 ps (2.048 ns) per bucket
   static constexpr int kWheelBits = 14;   // 2^14 buckets on the wheel
   static constexpr int64_t kWheelSize = int64_t{1} << kWheelBits;
 
-  EventQueue() { heads_.fill(kNil); }
+  EventQueue() { heads_.fill({kNil, 0}); }
 
   bool empty() const { return size_ == 0; }
   size_t size() const { return size_; }
@@ -72,8 +77,11 @@ class EventQueue {
   static constexpr uint32_t kChunkEvents = 7;
   struct alignas(64) Chunk {
     Event events[kChunkEvents];
-    uint32_t count;
-    uint32_t next;  // the bucket's older chunk, or the next free one
+    uint32_t next;  // the bucket's older (full) chunk, or the next free one
+  };
+  struct Head {
+    uint32_t chunk;  // the bucket's newest chunk, or kNil
+    uint32_t count;  // events in it
   };
 
   static int64_t bucket_of(const Event& e) { return e.time.ps >> kBucketBits; }
@@ -93,7 +101,7 @@ class EventQueue {
   }
 
   // A chunk for the front of `slot`'s chain.
-  [[gnu::noinline]] uint32_t new_chunk(size_t slot) {
+  [[gnu::noinline]] void new_chunk(size_t slot) {
     uint32_t c = free_;
     if (c == kNil) {
       chunks_.emplace_back();
@@ -101,34 +109,32 @@ class EventQueue {
     } else {
       free_ = chunks_[c].next;
     }
-    const uint32_t head = heads_[slot];
-    if (head == kNil) occupied_[slot >> 6] |= uint64_t{1} << (slot & 63);
-    chunks_[c].count = 0;
-    chunks_[c].next = head;
-    heads_[slot] = c;
-    return c;
+    Head& head = heads_[slot];
+    if (head.chunk == kNil) occupied_[slot >> 6] |= uint64_t{1} << (slot & 63);
+    chunks_[c].next = head.chunk;
+    head = {c, 0};
   }
 
   [[gnu::always_inline]] void put_on_wheel(int64_t bucket, const Event& e) {
     const size_t slot = slot_of(bucket);
-    uint32_t c = heads_[slot];
-    if (c == kNil || chunks_[c].count == kChunkEvents) [[unlikely]]
-      c = new_chunk(slot);
-    Chunk& chunk = chunks_[c];
-    chunk.events[chunk.count++] = e;
+    Head& head = heads_[slot];
+    if (head.chunk == kNil || head.count == kChunkEvents) [[unlikely]]
+      new_chunk(slot);
+    chunks_[head.chunk].events[head.count++] = e;
     ++on_wheel_;
   }
 
-  // Next occupied wheel slot after the current bucket, as an absolute bucket number.
-  int64_t next_wheel_bucket() const {
+  // Next occupied wheel slot after bucket `after`, as an absolute bucket number.
+  int64_t next_wheel_bucket(int64_t after) const {
     if (on_wheel_ == 0) return INT64_MAX;
-    const size_t start = slot_of(current_bucket_ + 1);
+    const size_t start = slot_of(after + 1);
     for (int64_t step = 0; step < kWheelSize;) {
       const size_t slot = (start + static_cast<size_t>(step)) & (kWheelSize - 1);
       const uint64_t word = occupied_[slot >> 6] >> (slot & 63);
       if (word != 0) {
         const int skip = std::countr_zero(word);
-        return current_bucket_ + 1 + step + skip;
+        const int64_t b = after + 1 + step + skip;
+        return b < current_bucket_ + kWheelSize ? b : INT64_MAX;
       }
       step += 64 - static_cast<int64_t>(slot & 63);
     }
@@ -143,21 +149,22 @@ class EventQueue {
   void advance() {
     current_.clear();
     next_ = 0;
-    const int64_t wheel_next = next_wheel_bucket();
+    const int64_t wheel_next = next_wheel_bucket(current_bucket_);
     const int64_t far_next = far_.empty() ? INT64_MAX : bucket_of(far_.top());
     current_bucket_ = std::min(wheel_next, far_next);
     if (wheel_next == current_bucket_) {
       const size_t slot = slot_of(current_bucket_);
       // The whole chain joins the free list.
-      uint32_t last = kNil;
-      for (uint32_t c = heads_[slot]; c != kNil; c = chunks_[c].next) {
+      uint32_t c = heads_[slot].chunk;
+      for (uint32_t count = heads_[slot].count;; count = kChunkEvents) {
         const Chunk& chunk = chunks_[c];
-        current_.insert(current_.end(), chunk.events, chunk.events + chunk.count);
-        last = c;
+        current_.insert(current_.end(), chunk.events, chunk.events + count);
+        if (chunk.next == kNil) break;
+        c = chunk.next;
       }
-      chunks_[last].next = free_;
-      free_ = heads_[slot];
-      heads_[slot] = kNil;
+      chunks_[c].next = free_;
+      free_ = heads_[slot].chunk;
+      heads_[slot] = {kNil, 0};
       occupied_[slot >> 6] &= ~(uint64_t{1} << (slot & 63));
       on_wheel_ -= current_.size();
     }
@@ -173,12 +180,17 @@ class EventQueue {
     }
     std::sort(current_.begin(), current_.end(), EventOrder{});
     for (const Event& e : current_) prefetch_payload(e);
-    const int64_t after = next_wheel_bucket();
-    if (after == INT64_MAX) return;
-    for (uint32_t c = heads_[slot_of(after)]; c != kNil; c = chunks_[c].next) {
-      const Chunk& chunk = chunks_[c];
-      for (uint32_t i = 0; i < chunk.count; ++i) prefetch_payload(chunk.events[i]);
+    const int64_t next = next_wheel_bucket(current_bucket_);
+    if (next == INT64_MAX) return;
+    uint32_t count = heads_[slot_of(next)].count;
+    for (uint32_t c = heads_[slot_of(next)].chunk; c != kNil; c = chunks_[c].next) {
+      for (uint32_t i = 0; i < count; ++i) prefetch_payload(chunks_[c].events[i]);
+      count = kChunkEvents;
     }
+    const int64_t then = next_wheel_bucket(next);
+    if (then == INT64_MAX) return;
+    const auto* newest = reinterpret_cast<const char*>(&chunks_[heads_[slot_of(then)].chunk]);
+    for (size_t line = 0; line < sizeof(Chunk); line += 64) __builtin_prefetch(newest + line);
   }
 
   std::vector<Event> current_;  // the bucket being drained, sorted; next_ is its next event
@@ -186,7 +198,7 @@ class EventQueue {
   int64_t current_bucket_ = -1;
   std::vector<Chunk> chunks_;  // wheel entries; free ones are chained from free_
   uint32_t free_ = kNil;
-  std::array<uint32_t, kWheelSize> heads_;  // newest chunk of each bucket, or kNil
+  std::array<Head, kWheelSize> heads_;
   std::array<uint64_t, kWheelSize / 64> occupied_{};
   size_t on_wheel_ = 0;
   EventHeap far_;
