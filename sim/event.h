@@ -1,6 +1,7 @@
 // The event record and the one total order every runner uses.
 #pragma once
 
+#include <cassert>
 #include <cstdint>
 
 #include "sim/units.h"
@@ -43,6 +44,7 @@ constexpr uint64_t make_event_key(ComponentId source, uint64_t sequence) {
 }
 
 constexpr uint32_t make_kind(uint32_t handler, uint32_t index) {
+  assert(handler <= 0xFF && index < (uint32_t{1} << 23));
   return handler | (index << 8);
 }
 

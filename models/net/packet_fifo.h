@@ -44,7 +44,7 @@ class PacketFifo {
     if (size_ == capacity_) [[unlikely]]
       grow();
     const uint32_t tail = (head_ + size_) & mask_;
-    ring_[tail] = {p, p->frame, ingress, ingress_priority, p->ecn != Ecn::NotEct};
+    ring_[tail] = {p, p->frame, ingress, ingress_priority, is_ect(p)};
     __builtin_prefetch(&ring_[(tail + kAhead) & mask_], 1);
     ++size_;
     bytes_ += p->frame;
