@@ -154,7 +154,9 @@ TEST_CASE("a queue above Kmax marks its ECN-capable frames and only those", "[sw
     const bool ect = arrivals[k].psn % 2 == 0;
     if (!ect) CHECK(arrivals[k].ecn == Ecn::NotEct);
     if (arrivals[k].ecn == Ecn::Ce) ++ce;
-    if (ect && k >= 8 && k < 36) {  // the queue holds more than two frames from the 4th to the 36th
+    // Arrivals 8 to 35 (from 0) left a queue above Kmax behind them: it grows by a frame per
+    // wire time while both senders send, and drains over the last few.
+    if (ect && k >= 8 && k < 36) {
       CHECK(arrivals[k].ecn == Ecn::Ce);
       ++ect_late;
     }
