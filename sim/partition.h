@@ -24,7 +24,13 @@ struct Partition {
   Time last_event_time{};
   // Background events of the current window, so that those past the global stop can be undone.
   std::vector<std::pair<unsigned __int128, Component*>> window_background;
-  std::vector<std::vector<Event>> outbox;  // [destination partition]
+  // Events for other partitions, [destination partition]. What a window sends is posted at the
+  // boundary after it (`posted`, where the outbox's vectors go) and taken in by each destination
+  // when its next window starts, on its own thread; between ranks it goes out at the boundary.
+  std::vector<std::vector<Event>> outbox;
+  std::vector<std::vector<Event>> posted;
+  Time outbox_earliest = Time::max();  // the earliest event in `outbox`
+  uint64_t outbox_foreground = 0;      // foreground events in `outbox`
 
   [[gnu::always_inline]] void push_local(const Event& e) {
     if (kind_handler(e.kind) < 0x80) ++foreground;
@@ -40,7 +46,9 @@ struct Partition {
     if (destination == index) {
       push_local(e);
     } else {
-      outbox[destination].push_back(e);  // delivered at the next window boundary
+      outbox[destination].push_back(e);
+      if (e.time < outbox_earliest) outbox_earliest = e.time;
+      if (kind_handler(e.kind) < 0x80) ++outbox_foreground;
     }
   }
 };

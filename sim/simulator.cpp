@@ -1,10 +1,12 @@
 #include "sim/simulator.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cstring>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "sim/window_workers.h"
 
@@ -38,6 +40,7 @@ void Simulator::set_partitions(const std::vector<uint32_t>& partition_of, Time l
     p->index = i;
     p->partition_of = &partition_of_;
     p->outbox.resize(count);
+    p->posted.resize(count);
     p->alone = count == 1;
     partitions_.push_back(std::move(p));
   }
@@ -68,6 +71,8 @@ void Simulator::deliver_mail() {
       }
       from->outbox[to].clear();
     }
+    from->outbox_earliest = Time::max();
+    from->outbox_foreground = 0;
   }
   if (!distributed) return;
   const std::vector<char> incoming = transport_->exchange(outgoing);
@@ -76,6 +81,28 @@ void Simulator::deliver_mail() {
     std::memcpy(&partition, in, sizeof partition);
     in += sizeof partition;
     partitions_[partition]->push_local(codec_->decode(in, partition));
+  }
+}
+
+std::pair<Time, uint64_t> Simulator::post_mail() {
+  Time earliest = Time::max();
+  uint64_t foreground = 0;
+  for (auto& from : partitions_) {
+    for (size_t to = 0; to < from->outbox.size(); ++to) {
+      assert(from->posted[to].empty());  // taken in during the window before
+      std::swap(from->outbox[to], from->posted[to]);
+    }
+    earliest = std::min(earliest, std::exchange(from->outbox_earliest, Time::max()));
+    foreground += std::exchange(from->outbox_foreground, 0);
+  }
+  return {earliest, foreground};
+}
+
+void Simulator::take_mail(Partition& p) {
+  for (auto& from : partitions_) {
+    std::vector<Event>& mail = from->posted[p.index];
+    for (const Event& e : mail) p.push_local(e);
+    mail.clear();
   }
 }
 
@@ -127,19 +154,22 @@ RunCounters Simulator::run(Time end, const Progress& progress, int threads) {
   Time window_limit{};
   std::optional<WindowWorkers> workers;
   if (!alone && std::min(threads, hardware) > 1 && owned.size() > 1) {
-    workers.emplace(std::min(threads, hardware), owned.size(),
-                    [&](size_t i) { run_window<false>(*owned[i], window_limit, UINT64_MAX); });
+    workers.emplace(std::min(threads, hardware), owned.size(), [&](size_t i) {
+      take_mail(*owned[i]);
+      run_window<false>(*owned[i], window_limit, UINT64_MAX);
+    });
   }
   bool stopped_by_work = false;
   const bool checkpoints = checkpoint_interval_.ps > 0;
   const int64_t every = checkpoint_interval_.ps;
   Time next_checkpoint = checkpoints ? checkpoint_interval_ : Time::max();
   for (;;) {
-    deliver_mail();
+    // Mail between threads is taken in by its destination as its window starts; until then
+    // it counts as that partition's pending work.
+    auto [next, foreground] = distributed() ? std::pair{Time::max(), uint64_t{0}} : post_mail();
+    if (distributed()) deliver_mail();
     if (between_windows_) between_windows_();
-    uint64_t foreground = 0;
     int64_t held = 0;
-    Time next = Time::max();
     for (const auto& p : partitions_) {
       if (!owns(p->index)) continue;
       foreground += p->foreground;
@@ -196,7 +226,10 @@ RunCounters Simulator::run(Time end, const Progress& progress, int threads) {
         window_limit = limit;
         workers->run_window();
       } else {
-        for (Partition* p : owned) run_window<false>(*p, limit, UINT64_MAX);
+        for (Partition* p : owned) {
+          take_mail(*p);
+          run_window<false>(*p, limit, UINT64_MAX);
+        }
       }
       if (progress) {
         uint64_t events = 0;
@@ -210,6 +243,7 @@ RunCounters Simulator::run(Time end, const Progress& progress, int threads) {
     }
     if (!alone) ++counters.windows;
   }
+  for (Partition* p : owned) take_mail(*p);  // what the last boundary posted stays pending
   unsigned __int128 stop = 0;
   for (const auto& p : partitions_) {
     if (owns(p->index)) stop = std::max(stop, p->last_foreground);

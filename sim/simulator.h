@@ -92,7 +92,12 @@ class Simulator {
   // Processes `p`'s events due before `limit`, at most `budget`.
   template <bool Alone>
   void run_window(Partition& p, Time limit, uint64_t budget);
+  // Between ranks: sends the outboxes' events and pushes what arrives. Between threads: posts
+  // every outbox; returns the earliest event posted and how many are foreground.
   void deliver_mail();
+  std::pair<Time, uint64_t> post_mail();
+  // Pushes the events posted to `p` into its queue.
+  void take_mail(Partition& p);
 
   uint64_t seed_;
   std::vector<std::unique_ptr<Component>> components_;

@@ -1009,21 +1009,32 @@ TEST_CASE("collective runs are identical for 1, 2 and 4 threads", "[collectives]
                        {"algorithm", "tree"},
                        {"size", "512KiB"}},
         nlohmann::json{{"type", "collective"}, {"op", "all_to_all"}, {"size", "1MiB"}}}) {
-    const nlohmann::json scenario = rail(2, 2, gen);
-    const RunResult one = run(scenario, 1);
-    REQUIRE_FALSE(one.collectives.empty());
-    for (const int threads : {2, 4}) {
-      const RunResult many = run(scenario, threads);
-      INFO(gen.dump() << " with " << threads << " threads (" << many.partitions << " partitions)");
-      CHECK(many.partitions > 1);
-      CHECK(many.fingerprint == one.fingerprint);
-      REQUIRE(many.collectives.size() == one.collectives.size());
-      for (size_t i = 0; i < one.collectives.size(); ++i) {
-        CHECK(row_of(many.collectives[i]) == row_of(one.collectives[i]));
-        CHECK(many.collectives[i].time_us == one.collectives[i].time_us);
+    // A PCIe latency below the links' 1 us: each GPU node goes with its NICs, the windows are
+    // 1 us. At or above it: each NIC with its rail, windows of the link delay. Without one: a
+    // node's NICs must go together.
+    for (const auto& [pcie, together, window] :
+         {std::tuple{"0.5us", true, Time{1'000'000}}, std::tuple{"2us", false, Time{1'000'000}},
+          std::tuple{"0us", true, Time{1'000'000}}}) {
+      nlohmann::json scenario = rail(2, 2, gen);
+      scenario["gpu"] = {{"pcie_latency", pcie}};
+      const RunResult one = run(scenario, 1);
+      REQUIRE_FALSE(one.collectives.empty());
+      for (const int threads : {2, 4}) {
+        const RunResult many = run(scenario, threads);
+        INFO(gen.dump() << " with " << threads << " threads (" << many.partitions
+                        << " partitions), PCIe latency " << pcie);
+        CHECK(many.partitions > 1);
+        CHECK(many.node_nics_together == together);
+        CHECK(many.window == window);
+        CHECK(many.fingerprint == one.fingerprint);
+        REQUIRE(many.collectives.size() == one.collectives.size());
+        for (size_t i = 0; i < one.collectives.size(); ++i) {
+          CHECK(row_of(many.collectives[i]) == row_of(one.collectives[i]));
+          CHECK(many.collectives[i].time_us == one.collectives[i].time_us);
+        }
+        CHECK(steps_of(many) == steps_of(one));
+        CHECK(transfers_of(many) == transfers_of(one));
       }
-      CHECK(steps_of(many) == steps_of(one));
-      CHECK(transfers_of(many) == transfers_of(one));
     }
   }
 }

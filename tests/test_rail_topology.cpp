@@ -272,6 +272,31 @@ TEST_CASE("partitioning keeps a GPU node's NICs together", "[rail]") {
     CHECK(own.partition_of[h] == own.partition_of[switch_of(t, h)]);
   }
   CHECK_NOTHROW(partition_fabric(zero, 1));
+
+  // With GPU nodes, the cut with the longer lookahead: a node's NICs together when PCIe is
+  // quicker than the links (the PCIe events then never cross), each NIC with its rail when it
+  // is not (a tie keeps packets inside their rail), and together when PCIe takes no time.
+  const FabricPartitioning quick = partition_gpu_fabric(t, 4, Time{500'000});
+  CHECK(quick.node_nics_together);
+  CHECK(quick.partition_of == p.partition_of);
+  CHECK(quick.lookahead == k1us);
+  const FabricPartitioning slow = partition_gpu_fabric(t, 4, Time{2'000'000});
+  CHECK_FALSE(slow.node_nics_together);
+  CHECK(slow.partition_of == own.partition_of);
+  CHECK(slow.lookahead == k1us);
+  const FabricPartitioning tie = partition_gpu_fabric(t, 4, k1us);
+  CHECK_FALSE(tie.node_nics_together);
+  CHECK(tie.lookahead == k1us);
+  CHECK(partition_gpu_fabric(t, 4, Time{0}).partition_of == p.partition_of);
+  // NIC links of zero delay: keeping nodes together would cut one, so each NIC stays with its
+  // rail and PCIe's latency is the lookahead.
+  Topology zero_nic_links = t;
+  for (Link& l : zero_nic_links.links) {
+    if (l.a < t.hosts || l.b < t.hosts) l.delay = Time{0};
+  }
+  const FabricPartitioning zero_links = partition_gpu_fabric(zero_nic_links, 4, Time{500'000});
+  CHECK_FALSE(zero_links.node_nics_together);
+  CHECK(zero_links.lookahead == Time{500'000});
 }
 
 TEST_CASE("the other builders make one-GPU, one-NIC nodes", "[rail]") {

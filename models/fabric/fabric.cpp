@@ -72,16 +72,11 @@ Fabric::Fabric(FabricSpec spec, int threads, Transport* transport)
 
   const bool distributed = transport_ != nullptr && transport_->ranks() > 1;
   if (distributed) run_.threads = 1;  // one partition per rank
-  // A GPU node talks to its NICs over PCIe: with a PCIe latency, those events can cross
-  // partitions (it is their lookahead) and each NIC stays with its switch, so that packets
-  // stay inside a rail's partition; without one, a node's NICs must share its partition.
-  const bool gpu_nodes = !collectives.empty();
-  const bool keep_node_nics = gpu_nodes && collectives.gpu.pcie_latency.ps == 0;
-  partitioning_ = partition_fabric(topology, distributed ? transport_->ranks() : run_.threads,
-                                   keep_node_nics, run_.partitioner);
-  if (gpu_nodes && !keep_node_nics && partitioning_.partitions > 1) {
-    partitioning_.lookahead = std::min(partitioning_.lookahead, collectives.gpu.pcie_latency);
-  }
+  const int parts = distributed ? transport_->ranks() : run_.threads;
+  partitioning_ =
+      collectives.empty()
+          ? partition_fabric(topology, parts, false, run_.partitioner)
+          : partition_gpu_fabric(topology, parts, collectives.gpu.pcie_latency, run_.partitioner);
   for (uint32_t p = 0; p < partitioning_.partitions; ++p) {
     pools_.emplace_back(static_cast<uint16_t>(p), partitioning_.partitions);
   }
@@ -251,6 +246,8 @@ RunResult Fabric::run(const Simulator::Progress& progress) {
   r.partitions = static_cast<int>(partitioning_.partitions);
   r.partitioner = partitioner_name(partitioning_.partitioner);
   r.cut_links = partitioning_.cut_links;
+  r.window = partitioning_.lookahead;
+  r.node_nics_together = partitioning_.node_nics_together;
   r.threads = run_.threads;
   r.topology = spec_.topology.kind;
   r.hosts = spec_.topology.hosts;
@@ -383,6 +380,8 @@ RunResult Fabric::run(const Simulator::Progress& progress) {
     r.partitions = static_cast<int>(partitioning_.partitions);
     r.partitioner = partitioner_name(partitioning_.partitioner);
     r.cut_links = partitioning_.cut_links;
+    r.window = partitioning_.lookahead;
+    r.node_nics_together = partitioning_.node_nics_together;
   }
   return r;
 }

@@ -4,6 +4,7 @@
 #include <deque>
 #include <map>
 #include <stdexcept>
+#include <utility>
 
 #ifdef FABTWIN_HAVE_METIS
 #include <metis.h>
@@ -124,10 +125,10 @@ bool cut_metis(const Topology& topo, const std::vector<int>& home, const std::ve
 }
 #endif
 
-}  // namespace
-
-FabricPartitioning partition_fabric(const Topology& topo, int parts, bool keep_node_nics,
-                                    Partitioner partitioner) {
+// The cut, and the first link of zero delay it crosses (null if none).
+std::pair<FabricPartitioning, const Link*> cut_fabric(const Topology& topo, int parts,
+                                                      bool keep_node_nics,
+                                                      Partitioner partitioner) {
   const int n = static_cast<int>(topo.nodes.size());
   FabricPartitioning result;
   result.partition_of.assign(n, 0);
@@ -176,18 +177,14 @@ FabricPartitioning partition_fabric(const Topology& topo, int parts, bool keep_n
   for (int h = 0; h < topo.hosts; ++h) {
     if (home[h] >= 0) result.partition_of[h] = result.partition_of[home[h]];
   }
+  const Link* zero = nullptr;
   for (const Link& l : topo.links) {
     if (result.partition_of[l.a] == result.partition_of[l.b]) continue;
     ++result.cut_links;
-    if (l.delay.ps <= 0) {
-      throw ScenarioError("fabric.link.delay",
-                          "a link of zero delay between " + topo.nodes[l.a].name + " and " +
-                              topo.nodes[l.b].name +
-                              " would cross threads and leave no lookahead; give links a "
-                              "propagation delay or run with --threads 1");
-    }
+    if (l.delay.ps <= 0 && zero == nullptr) zero = &l;
     result.lookahead = std::min(result.lookahead, l.delay);
   }
+  result.node_nics_together = keep_node_nics && topo.nics_per_node > 1;
   for (uint32_t p : result.partition_of) result.partitions = std::max(result.partitions, p + 1);
   std::vector<int64_t> load(result.partitions, 0);
   int64_t total = 0;
@@ -199,7 +196,34 @@ FabricPartitioning partition_fabric(const Topology& topo, int parts, bool keep_n
     result.imbalance = static_cast<double>(*std::max_element(load.begin(), load.end())) *
                        result.partitions / static_cast<double>(total);
   }
+  return {std::move(result), zero};
+}
+
+}  // namespace
+
+FabricPartitioning partition_fabric(const Topology& topo, int parts, bool keep_node_nics,
+                                    Partitioner partitioner) {
+  auto [result, zero] = cut_fabric(topo, parts, keep_node_nics, partitioner);
+  if (zero != nullptr) {
+    throw ScenarioError("fabric.link.delay",
+                        "a link of zero delay between " + topo.nodes[zero->a].name + " and " +
+                            topo.nodes[zero->b].name +
+                            " would cross threads and leave no lookahead; give links a "
+                            "propagation delay or run with --threads 1");
+  }
   return result;
+}
+
+FabricPartitioning partition_gpu_fabric(const Topology& topo, int parts, Time pcie_latency,
+                                        Partitioner partitioner) {
+  if (pcie_latency.ps <= 0) return partition_fabric(topo, parts, true, partitioner);
+  FabricPartitioning by_switch = partition_fabric(topo, parts, false, partitioner);
+  if (by_switch.partitions == 1) return by_switch;
+  by_switch.lookahead = std::min(by_switch.lookahead, pcie_latency);
+  auto [by_node, zero] = cut_fabric(topo, parts, true, partitioner);
+  // Longer windows win; on a tie the packets stay inside their switch's partition.
+  if (zero == nullptr && by_node.lookahead > by_switch.lookahead) return by_node;
+  return by_switch;
 }
 
 }  // namespace fabtwin

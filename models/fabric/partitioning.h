@@ -28,8 +28,9 @@ const char* partitioner_name(Partitioner partitioner);
 struct FabricPartitioning {
   std::vector<uint32_t> partition_of;  // node id -> partition
   uint32_t partitions = 1;
-  Time lookahead = Time::max();  // smallest delay of a link between two partitions
+  Time lookahead = Time::max();  // smallest delay of an edge between two partitions
   int cut_links = 0;
+  bool node_nics_together = false;  // a GPU node's NICs share one partition
   // The partitioner that ran, and the heaviest partition's weight over the mean (1 = even).
   Partitioner partitioner = Partitioner::BreadthFirst;
   double imbalance = 1;
@@ -40,5 +41,14 @@ struct FabricPartitioning {
 FabricPartitioning partition_fabric(const Topology& topology, int parts,
                                     bool keep_node_nics = false,
                                     Partitioner partitioner = Partitioner::BreadthFirst);
+
+// The same for a fabric whose GPU nodes reach their NICs over PCIe with `pcie_latency`. Each NIC
+// may stay with its switch (packets stay inside a rail's partition, the node-NIC events cross
+// partitions, so the lookahead is at most the PCIe latency), or a node's NICs go together (the
+// links between NICs and switches may be cut, the PCIe events never are). The one with the
+// longer lookahead is taken, each NIC with its switch on a tie; with no PCIe latency a node's
+// NICs must go together.
+FabricPartitioning partition_gpu_fabric(const Topology& topology, int parts, Time pcie_latency,
+                                        Partitioner partitioner = Partitioner::BreadthFirst);
 
 }  // namespace fabtwin

@@ -357,12 +357,14 @@ void print_summary(const RunResult& r, std::ostream& out) {
     }
   }
 
-  char partitions[80] = "";
+  char partitions[160] = "";
   if (r.partitions > 1) {
-    std::snprintf(partitions, sizeof partitions, " (%s, %d links cut)", r.partitioner.c_str(),
-                  r.cut_links);
+    std::snprintf(partitions, sizeof partitions, " (%s, %d links cut%s, windows of %s)",
+                  r.partitioner.c_str(), r.cut_links,
+                  r.node_nics_together ? ", GPU nodes with their NICs" : "",
+                  time_text(static_cast<double>(r.window.ps)).c_str());
   }
-  char engine[300];
+  char engine[400];
   std::snprintf(engine, sizeof engine,
                 "\nengine      %llu events in %.3f s wall on %d thread(s), %d partition(s)%s: "
                 "%.2f M events/s, %.0f k data packets/s (%lld data packets)\n",
@@ -466,6 +468,8 @@ nlohmann::json json_report(const RunResult& r) {
                  {"partitions", r.partitions},
                  {"partitioner", r.partitioner},
                  {"cut_links", r.cut_links},
+                 {"window_ps", r.partitions > 1 ? r.window.ps : 0},
+                 {"node_nics_together", r.node_nics_together},
                  {"wall_seconds", r.wall_seconds},
                  {"events_per_second", f.events_per_second},
                  {"data_packets_per_second", f.data_packets_per_second}};
