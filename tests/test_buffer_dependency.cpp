@@ -13,6 +13,7 @@
 #include "models/fabric/fabric_spec.h"
 #include "sim/cli/deadlock.h"
 #include "sim/scenario_file.h"
+#include "test_support.h"
 
 using namespace fabtwin;
 namespace fs = std::filesystem;
@@ -134,14 +135,7 @@ std::vector<std::string> describe(const BufferDependencyGraph& g, const Dependen
   return s;
 }
 
-fs::path write_temp(const std::string& name, const std::string& text) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("fabtwin-bdg-test-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  const fs::path file = dir / name;
-  std::ofstream(file) << text;
-  return file;
-}
+using testing::write_temp;
 
 }  // namespace
 

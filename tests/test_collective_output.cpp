@@ -98,12 +98,7 @@ std::vector<std::string> lines_of(const std::string& text) {
   return lines;
 }
 
-fs::path temp_dir() {
-  const fs::path dir =
-      fs::temp_directory_path() / ("fabtwin-collective-output-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  return dir;
-}
+using testing::temp_dir;
 
 // Reads a whole dataset through a memory type that names only the fields a check needs; HDF5
 // matches the fields by name.

@@ -11,20 +11,14 @@
 #include "models/fabric/fabric_spec.h"
 #include "models/net/roce_framing.h"
 #include "sim/scenario_file.h"
+#include "test_support.h"
 
 using namespace fabtwin;
 namespace fs = std::filesystem;
 
 namespace {
 
-fs::path write_temp(const std::string& name, const std::string& text) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("fabtwin-spec-test-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  const fs::path file = dir / name;
-  std::ofstream(file) << text;
-  return file;
-}
+using testing::write_temp;
 
 FabricSpec resolve(const nlohmann::json& scenario, const std::vector<std::string>& sets = {}) {
   return FabricSpec::resolve(load_scenario(write_temp("spec.json", scenario.dump()), sets));

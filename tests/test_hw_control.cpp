@@ -23,6 +23,7 @@
 #include "hw/control/job_token.h"
 #include "hw/control/peer_fields.h"
 #include "hw/control/secure_channel.h"
+#include "test_support.h"
 
 using namespace fabtwin::hw;
 using namespace std::chrono_literals;
@@ -143,10 +144,7 @@ std::vector<unsigned char> frame(SecureChannel& client, FrameType type, uint64_t
 }
 
 std::filesystem::path temp_file(const std::string& name) {
-  const auto dir =
-      std::filesystem::temp_directory_path() / ("fabtwin-hw-control-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  const auto path = dir / name;
+  const auto path = fabtwin::testing::temp_dir() / name;
   std::filesystem::remove(path);
   return path;
 }

@@ -25,6 +25,7 @@
 #include "sim/cli/compare.h"
 #include "sim/scenario_file.h"
 #include "sim/sha256.h"
+#include "test_support.h"
 
 using namespace fabtwin;
 using namespace fabtwin::hw;
@@ -32,18 +33,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path temp_dir() {
-  const fs::path dir =
-      fs::temp_directory_path() / ("fabtwin-hw-test-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  return dir;
-}
-
-fs::path write_temp(const std::string& name, const std::string& text) {
-  const fs::path file = temp_dir() / name;
-  std::ofstream(file) << text;
-  return file;
-}
+using testing::temp_dir;
+using testing::write_temp;
 
 nlohmann::json scenario(int hosts = 4) {
   return {{"topology", {{"type", "star"}, {"hosts", hosts}}},

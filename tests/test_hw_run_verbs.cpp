@@ -13,6 +13,7 @@
 #include "hw/verbs/fake_verbs.h"
 #include "hw/verbs/verbs_transport.h"
 #include "sim/cli/compare.h"
+#include "test_support.h"
 
 using namespace fabtwin;
 using namespace fabtwin::hw;
@@ -20,9 +21,7 @@ namespace fs = std::filesystem;
 
 TEST_CASE("a whole run over the verbs transport (fake provider): three ranks, every flow", "[hw]") {
   const std::string verb = GENERATE("write", "send");
-  const fs::path dir =
-      fs::temp_directory_path() / ("fabtwin-hw-verbs-test-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  const fs::path& dir = testing::temp_dir();
   const fs::path hosts = dir / "hosts";
   std::ofstream(hosts) << "10.0.0.1 0-1\n10.0.0.2 2-3\n10.0.0.3 4-5\n";
   const fs::path out = dir / "verbs.h5";

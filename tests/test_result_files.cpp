@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "sim/atomic_file.h"
+#include "test_support.h"
 
 using namespace fabtwin;
 namespace fs = std::filesystem;
@@ -21,8 +22,7 @@ namespace fs = std::filesystem;
 namespace {
 
 fs::path fresh_dir(const std::string& name) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("fabtwin-files-" + std::to_string(::getpid())) / name;
+  const fs::path dir = testing::temp_dir() / name;
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;

@@ -406,7 +406,7 @@ TEST_CASE("routing, graph and event errors name the JSON path", "[routes][errors
 }
 
 TEST_CASE("a graph topology may come from a file beside the scenario", "[routes][topology]") {
-  const fs::path dir = fs::temp_directory_path() / "fabtwin-routes-test";
+  const fs::path dir = testing::temp_dir() / "routes";
   fs::create_directories(dir);
   std::ofstream(dir / "ring.json") << R"({"switches": [{"name": "a"}, {"name": "b"}, {"name": "c"}],
     "hosts": [{"name": "x"}, {"name": "y"}],

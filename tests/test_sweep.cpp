@@ -51,8 +51,7 @@ std::string read_text(const std::filesystem::path& p) {
 }
 
 std::filesystem::path fresh_dir(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("fabtwin-test-sweep-" + name + "-" + std::to_string(::getpid()));
+  const auto dir = testing::temp_dir() / ("sweep-" + name);
   std::filesystem::remove_all(dir);
   return dir;
 }

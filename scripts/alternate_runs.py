@@ -1,0 +1,52 @@
+#!/usr/bin/env python3
+"""Wall-clock comparisons the way docs/performance.md takes them: the commands given run in turn,
+round after round, so that a shared machine's slow and fast minutes fall on all of them alike.
+Each run's event-loop seconds are read from its output (the engine line of `fabtwin run`, or the
+`wall time` line of `fabtwin bench`). At the end it prints, per command, the median and the
+fastest run. Against the first command it prints the median and range of the per-round ratios.
+
+usage: scripts/alternate_runs.py ROUNDS LABEL=COMMAND [LABEL=COMMAND ...]
+e.g.:  scripts/alternate_runs.py 8 'one=build/fabtwin bench --threads 1' \\
+                                    'two=build/fabtwin bench --threads 2'
+"""
+import re
+import statistics
+import subprocess
+import sys
+
+SECONDS = (re.compile(r"events in ([0-9.]+) s wall"), re.compile(r"^wall time\s+([0-9.]+) s", re.M))
+
+
+def event_loop_seconds(label, command):
+    run = subprocess.run(command, shell=True, capture_output=True, text=True)
+    if run.returncode != 0:
+        sys.exit(f"{label}: `{command}` exited with {run.returncode}:\n{run.stderr}")
+    for pattern in SECONDS:
+        found = pattern.search(run.stdout)
+        if found:
+            return float(found.group(1))
+    sys.exit(f"{label}: no event-loop time in the output of `{command}`")
+
+
+def main(argv):
+    if len(argv) < 3 or not argv[1].isdigit() or any("=" not in a for a in argv[2:]):
+        sys.exit(__doc__)
+    rounds = int(argv[1])
+    commands = [a.split("=", 1) for a in argv[2:]]
+    seconds = {label: [] for label, _ in commands}
+    for _ in range(rounds):
+        for label, command in commands:
+            seconds[label].append(event_loop_seconds(label, command))
+        print("  ".join(f"{label} {seconds[label][-1]:.3f} s" for label, _ in commands), flush=True)
+    first = commands[0][0]
+    for label, _ in commands:
+        line = f"{label}: median {statistics.median(seconds[label]):.3f} s, fastest {min(seconds[label]):.3f} s"
+        if label != first:
+            ratios = [a / b for a, b in zip(seconds[first], seconds[label])]
+            line += (f"; {first} / {label} per round: median {statistics.median(ratios):.2f}, "
+                     f"range {min(ratios):.2f} - {max(ratios):.2f}")
+        print(line)
+
+
+if __name__ == "__main__":
+    main(sys.argv)
