@@ -52,14 +52,12 @@ void Simulator::set_partitions(const std::vector<uint32_t>& partition_of, Time l
   lookahead_ = count > 1 ? lookahead : Time::max();
 }
 
-void Simulator::deliver_mail() {
-  const bool distributed = this->distributed();
-  std::vector<std::vector<char>> outgoing(distributed ? static_cast<size_t>(transport_->ranks())
-                                                      : 0);
+void Simulator::exchange_mail() {
+  std::vector<std::vector<char>> outgoing(static_cast<size_t>(transport_->ranks()));
   for (auto& from : partitions_) {
     for (size_t to = 0; to < from->outbox.size(); ++to) {
       for (const Event& e : from->outbox[to]) {
-        if (!distributed || owns(static_cast<uint32_t>(to))) {
+        if (owns(static_cast<uint32_t>(to))) {
           partitions_[to]->push_local(e);
           continue;
         }
@@ -74,7 +72,6 @@ void Simulator::deliver_mail() {
     from->outbox_earliest = Time::max();
     from->outbox_foreground = 0;
   }
-  if (!distributed) return;
   const std::vector<char> incoming = transport_->exchange(outgoing);
   for (const char* in = incoming.data(); in < incoming.data() + incoming.size();) {
     uint32_t partition = 0;
@@ -167,7 +164,7 @@ RunCounters Simulator::run(Time end, const Progress& progress, int threads) {
     // Mail between threads is taken in by its destination as its window starts; until then
     // it counts as that partition's pending work.
     auto [next, foreground] = distributed() ? std::pair{Time::max(), uint64_t{0}} : post_mail();
-    if (distributed()) deliver_mail();
+    if (distributed()) exchange_mail();
     if (between_windows_) between_windows_();
     int64_t held = 0;
     for (const auto& p : partitions_) {

@@ -92,9 +92,10 @@ class Simulator {
   // Processes `p`'s events due before `limit`, at most `budget`.
   template <bool Alone>
   void run_window(Partition& p, Time limit, uint64_t budget);
-  // Between ranks: sends the outboxes' events and pushes what arrives. Between threads: posts
-  // every outbox; returns the earliest event posted and how many are foreground.
-  void deliver_mail();
+  // Between ranks: sends the outboxes' events and pushes what arrives.
+  void exchange_mail();
+  // Between threads: posts every outbox; returns the earliest event posted and how many are
+  // foreground.
   std::pair<Time, uint64_t> post_mail();
   // Pushes the events posted to `p` into its queue.
   void take_mail(Partition& p);

@@ -274,8 +274,7 @@ struct RunResult {
   std::string partitioner = "bfs";  // the cut that ran (run.partitioner, or bfs as its fallback)
   int cut_links = 0;                // links between partitions
   Time window = Time::max();        // the lookahead: how far past the earliest event a window ends
-  bool node_nics_together =
-      false;  // each GPU node with all its NICs (else each NIC with its switch)
+  bool node_nics_together = false;  // GPU nodes with their NICs (else each NIC with its switch)
   int64_t data_packets_sent = 0;
   int64_t peak_packets_in_pool = 0;
   std::string topology;
