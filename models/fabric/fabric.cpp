@@ -377,11 +377,6 @@ RunResult Fabric::run(const Simulator::Progress& progress) {
       r.flowlet_moves = merged.flowlet_moves;
       r.peak_packets_in_pool = merged.peak_packets_in_pool;
     }
-    r.partitions = static_cast<int>(partitioning_.partitions);
-    r.partitioner = partitioner_name(partitioning_.partitioner);
-    r.cut_links = partitioning_.cut_links;
-    r.window = partitioning_.lookahead;
-    r.node_nics_together = partitioning_.node_nics_together;
   }
   return r;
 }
