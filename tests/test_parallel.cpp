@@ -188,3 +188,55 @@ TEST_CASE("results do not depend on the partitioner", "[parallel]") {
     CHECK(many.report == one.report);
   }
 }
+
+TEST_CASE("a large fabric runs as partitions for cache locality, on any number of threads",
+          "[parallel]") {
+  const std::string scenario = "scenarios/bench/fat_tree_k8_permutation.json";
+  const auto topology = [&](int k, const std::string& delay) {
+    return FabricSpec::resolve(
+               load_scenario(fs::path(FABTWIN_SOURCE_DIR) / scenario,
+                             {"topology.k=" + std::to_string(k), "fabric.link.delay=" + delay}))
+        .topology;
+  };
+  const Topology k8 = topology(8, "1us");
+  const Topology k16 = topology(16, "1us");
+  // Weight: 80 switches of 8 ports and 128 hosts (896); 320 of 16 and 1,024 hosts (7,168).
+  CHECK(locality_partitions(k8) == 1);
+  CHECK(locality_partitions(k16) == 7);
+  const auto parts = [](const Topology& t, int threads, int partitions) {
+    return partition_run(t, threads, partitions, std::nullopt, Partitioner::Metis).partitions;
+  };
+  CHECK(parts(k16, 1, 0) == 7);
+  CHECK(parts(k16, 4, 0) == 7);
+  CHECK(parts(k16, 16, 0) == 16);  // at least one per thread
+  CHECK(parts(k16, 1, 1) == 1);    // run.partitions asks for fewer
+  CHECK(parts(k16, 1, 3) == 3);
+  CHECK(parts(k8, 1, 0) == 1);
+  CHECK(parts(k8, 2, 0) == 2);
+  CHECK(partition_run(k16, 1, 0, std::nullopt, Partitioner::Metis).lookahead == microseconds(1));
+  // Windows shorter than kLocalityWindow, or none at all, keep the threads' cut.
+  CHECK(parts(topology(16, "50ns"), 1, 0) == 1);
+  CHECK(parts(topology(16, "50ns"), 2, 0) == 2);
+  const Topology zero = topology(16, "0us");
+  CHECK(parts(zero, 1, 0) == 1);
+  CHECK_THROWS_WITH(parts(zero, 1, 2), Catch::Contains("zero delay"));
+
+  // The same run whole and in 7 partitions on one thread, and in 7 on two threads.
+  const std::vector<std::string> sets = {"topology.k=16", "traffic[0].size=16KB"};
+  std::vector<std::string> whole = sets;
+  whole.push_back("run.partitions=1");
+  const Outcome one = run_with(scenario, whole, 1);
+  REQUIRE(one.partitions == 1);
+  for (const int threads : {1, 2}) {
+    const Outcome many = run_with(scenario, sets, threads);
+    INFO(threads << " threads");
+    CHECK(many.partitions == 7);
+    CHECK(many.fingerprint == one.fingerprint);
+    CHECK(many.report == one.report);
+    CHECK(many.queues == one.queues);
+    CHECK(many.pauses == one.pauses);
+    CHECK(many.buffers == one.buffers);
+  }
+  CHECK_THROWS_WITH(run_with(scenario, {"run.partitions=-1"}, 1),
+                    Catch::Contains("run.partitions"));
+}

@@ -72,11 +72,13 @@ Fabric::Fabric(FabricSpec spec, int threads, Transport* transport)
 
   const bool distributed = transport_ != nullptr && transport_->ranks() > 1;
   if (distributed) run_.threads = 1;  // one partition per rank
-  const int parts = distributed ? transport_->ranks() : run_.threads;
+  const std::optional<Time> pcie =
+      collectives.empty() ? std::nullopt : std::optional{collectives.gpu.pcie_latency};
+  // One partition per rank; the locality cut is for threads.
+  const int ranks = distributed ? transport_->ranks() : 0;
   partitioning_ =
-      collectives.empty()
-          ? partition_fabric(topology, parts, false, run_.partitioner)
-          : partition_gpu_fabric(topology, parts, collectives.gpu.pcie_latency, run_.partitioner);
+      distributed ? partition_run(topology, ranks, ranks, pcie, run_.partitioner)
+                  : partition_run(topology, run_.threads, run_.partitions, pcie, run_.partitioner);
   for (uint32_t p = 0; p < partitioning_.partitions; ++p) {
     pools_.emplace_back(static_cast<uint16_t>(p), partitioning_.partitions);
   }

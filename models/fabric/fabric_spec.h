@@ -25,6 +25,7 @@ struct RunConfig {
   Time end;
   uint64_t seed;
   int threads;              // 0: every hardware thread
+  int partitions;           // run.partitions: at least this many; 0: as the fabric's size asks
   bool stop_on_deadlock;    // run.on_deadlock: "stop" (true) or "continue"
   Partitioner partitioner;  // run.partitioner: how the fabric is cut over threads or ranks
 

@@ -226,4 +226,31 @@ FabricPartitioning partition_gpu_fabric(const Topology& topo, int parts, Time pc
   return by_switch;
 }
 
+int locality_partitions(const Topology& topo) {
+  int64_t weight = 0;
+  for (const TopologyNode& node : topo.nodes) {
+    weight += node.kind == NodeKind::Switch ? node.ports : 2;
+  }
+  return static_cast<int>((weight + kLocalityWeight - 1) / kLocalityWeight);
+}
+
+FabricPartitioning partition_run(const Topology& topo, int threads, int partitions,
+                                 std::optional<Time> pcie_latency, Partitioner partitioner) {
+  const auto cut = [&](int parts) {
+    return pcie_latency ? partition_gpu_fabric(topo, parts, *pcie_latency, partitioner)
+                        : partition_fabric(topo, parts, false, partitioner);
+  };
+  FabricPartitioning run = cut(std::max({1, threads, partitions}));
+  if (partitions > 0) return run;
+  const int local = locality_partitions(topo);
+  if (local <= static_cast<int>(run.partitions)) return run;
+  try {
+    FabricPartitioning finer = cut(local);
+    if (finer.lookahead >= kLocalityWindow) return finer;
+  } catch (const ScenarioError&) {
+    // A link of zero delay would cross the finer cut: the threads' cut stands.
+  }
+  return run;
+}
+
 }  // namespace fabtwin

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,5 +51,22 @@ FabricPartitioning partition_fabric(const Topology& topology, int parts,
 // NICs must go together.
 FabricPartitioning partition_gpu_fabric(const Topology& topology, int parts, Time pcie_latency,
                                         Partitioner partitioner = Partitioner::BreadthFirst);
+
+// Partitions for cache locality, on any number of threads: within a window a partition's
+// events touch only its own switches, ports, queues and NICs, so a partition of a large fabric
+// keeps its share in a core's caches where one partition of it all would miss on nearly every
+// event. One partition per kLocalityWeight of the partitioner's weight (a switch's ports plus
+// two per host): a k=8 fat-tree (896) stays whole, k=16 (7,168) runs as 7 partitions, k=32 as 56.
+// A finer cut is taken only where its windows (the lookahead) stay at least kLocalityWindow:
+// shorter windows would cost more barriers than the caches save.
+inline constexpr int64_t kLocalityWeight = 1024;
+inline constexpr Time kLocalityWindow{100'000};
+int locality_partitions(const Topology& topology);
+
+// A run's cut. At least `threads` partitions and at least `partitions` (run.partitions); with
+// partitions 0, locality_partitions() where that is more and the finer cut keeps windows of at
+// least kLocalityWindow. A GPU fabric (`pcie_latency` set) is cut by partition_gpu_fabric.
+FabricPartitioning partition_run(const Topology& topology, int threads, int partitions,
+                                 std::optional<Time> pcie_latency, Partitioner partitioner);
 
 }  // namespace fabtwin
