@@ -215,8 +215,9 @@ TEST_CASE("a large fabric runs as partitions for cache locality, on any number o
   CHECK(parts(k8, 2, 0) == 2);
   CHECK(partition_run(k16, 1, 0, std::nullopt, Partitioner::Metis).lookahead == microseconds(1));
   // Windows shorter than kLocalityWindow, or none at all, keep the threads' cut.
-  CHECK(parts(topology(16, "50ns"), 1, 0) == 1);
-  CHECK(parts(topology(16, "50ns"), 2, 0) == 2);
+  CHECK(parts(topology(16, "50ns"), 1, 0) == 7);
+  CHECK(parts(topology(16, "49ns"), 1, 0) == 1);
+  CHECK(parts(topology(16, "49ns"), 2, 0) == 2);
   const Topology zero = topology(16, "0us");
   CHECK(parts(zero, 1, 0) == 1);
   CHECK_THROWS_WITH(parts(zero, 1, 2), Catch::Contains("zero delay"));

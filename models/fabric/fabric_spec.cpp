@@ -41,7 +41,7 @@ const BoundParams<RunConfig> kRunParams{
              "per 1,024 of the partitioner's weight (a switch's ports plus two per host), so "
              "that a partition's switches, ports and NICs stay in a core's caches for a whole "
              "window; a k=8 fat-tree stays whole, a k=16 one runs as 7 partitions. Taken only "
-             "where the windows stay at least 100ns long. Results are identical for any number",
+             "where the windows stay at least 50ns long. Results are identical for any number",
              "fabtwin", "0..4096"}),
         BoundParams<RunConfig>::custom(
             {"on_deadlock", ParamType::Choice, "\"stop\"",
