@@ -161,7 +161,7 @@ std::pair<FabricPartitioning, const Link*> cut_fabric(const Topology& topo, int 
   std::vector<int64_t> weight(n, 0);
   for (int v : switches) weight[v] = topo.nodes[v].ports;
   for (int h = 0; h < topo.hosts; ++h) {
-    if (home[h] >= 0) weight[home[h]] += 2;
+    if (home[h] >= 0) weight[home[h]] += kHostWeight;
   }
   parts = std::max(1, std::min(parts, static_cast<int>(switches.size())));
   if (parts > 1) {
@@ -229,7 +229,7 @@ FabricPartitioning partition_gpu_fabric(const Topology& topo, int parts, Time pc
 int locality_partitions(const Topology& topo) {
   int64_t weight = 0;
   for (const TopologyNode& node : topo.nodes) {
-    weight += node.kind == NodeKind::Switch ? node.ports : 2;
+    weight += node.kind == NodeKind::Switch ? node.ports : kHostWeight;
   }
   return static_cast<int>((weight + kLocalityWeight - 1) / kLocalityWeight);
 }
