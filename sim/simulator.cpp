@@ -223,9 +223,14 @@ RunCounters Simulator::run(Time end, const Progress& progress, int threads) {
         window_limit = limit;
         workers->run_window();
       } else {
-        for (Partition* p : owned) {
+        auto one = [&](Partition* p) {
           take_mail(*p);
           run_window<false>(*p, limit, UINT64_MAX);
+        };
+        if (counters.windows % 2 == 0) {
+          for (Partition* p : owned) one(p);
+        } else {
+          for (auto it = owned.rbegin(); it != owned.rend(); ++it) one(*it);
         }
       }
       if (progress) {

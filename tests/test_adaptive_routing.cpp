@@ -98,8 +98,8 @@ TEST_CASE("adaptive strategies never pick a paused or failed port while another 
   Ports p;
   p.queue(1, 9000);
   p.queue(3, 9000);
-  p.ports[0].paused_until[0] = kNow + Time{1000};  // paused for priority 0 only
-  const uint8_t down[4] = {0, 0, 1, 0};            // port 2's link failed
+  p.ports[0].queues[0].paused_until = kNow + Time{1000};  // paused for priority 0 only
+  const uint8_t down[4] = {0, 0, 1, 0};                   // port 2's link failed
   for (RoutingStrategy s : {RoutingStrategy::Adaptive, RoutingStrategy::Flowlet,
                             RoutingStrategy::Drill, RoutingStrategy::Spray}) {
     INFO(routing_strategy_name(s));
@@ -113,7 +113,7 @@ TEST_CASE("adaptive strategies never pick a paused or failed port while another 
     if (s == RoutingStrategy::Adaptive) CHECK(pick(r, p, rng, kNow, 1, down, 1) == 0);
   }
   SECTION("every port paused: the least loaded whose link is up") {
-    for (EgressPort& port : p.ports) port.paused_until[0] = kNow + Time{1000};
+    for (EgressPort& port : p.ports) port.queues[0].paused_until = kNow + Time{1000};
     AdaptiveRouter r = router(RoutingStrategy::Adaptive);
     Rng rng(1, 2);
     CHECK(pick(r, p, rng, kNow, 1, down) == 0);

@@ -44,7 +44,8 @@ class ScriptedHost final : public NetworkNode {
       pause_frames.push_back({now(), p->pause_quanta(), p->priority, p->ecn});
       const Time d = pfc::pause_duration(p->pause_quanta(), ports_[0].rate);
       ports_[0].pause(p->priority, now(), d);
-      schedule_self(d.ps > 0 ? ports_[0].paused_until[p->priority] : now(), kFirstModelHandler, 0);
+      schedule_self(d.ps > 0 ? ports_[0].queues[p->priority].paused_until : now(),
+                    kFirstModelHandler, 0);
     } else {
       arrivals.push_back({now(), p->psn, p->priority, p->ecn});
     }

@@ -140,7 +140,7 @@ void DeadlockDetector::find_local(Time at, std::vector<StuckQueue>& out) {
         }
         s.tx_packets = tx;
         if (!waiting) continue;
-        const Time since = std::max(s.progress, port.paused_since[p]);
+        const Time since = std::max(s.progress, port.queues[p].paused_since);
         if (at - since < config_.detection_time) continue;
         StuckQueue q;
         q.node = static_cast<int32_t>(v);

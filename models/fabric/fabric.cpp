@@ -319,7 +319,7 @@ RunResult Fabric::run(const Simulator::Progress& progress) {
           link_names[static_cast<int>(spec_.topology.nodes[v].tier)][static_cast<int>(peer.tier)];
       rec.rate = port.rate;
       rec.busy_time = port.busy_time;
-      rec.counters = port.counters;
+      rec.counters = port.counter_values();
       for (const PauseInterval& pi : port.pause_intervals) {
         r.pauses.push_back({static_cast<uint32_t>(r.ports.size()), pi.priority, pi.start, pi.end});
       }

@@ -304,7 +304,7 @@ uint32_t AdaptiveRouter::least_loaded(std::span<const uint16_t> hops, int queue,
     for (const uint16_t port : hops) {
       const EgressPort& e = ports[port];
       if (link_down != nullptr && link_down[port]) continue;
-      if (pass == 0 && e.paused_until[queue] > now) continue;
+      if (pass == 0 && e.queues[queue].paused_until > now) continue;
       const int64_t v = signal(e, port, queue);
       if (v < best) {
         best = v;

@@ -3,6 +3,7 @@
 // propagation delay, the peer it feeds, and per-priority counters.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cstdint>
@@ -35,9 +36,21 @@ struct PauseInterval {
   Time end;
 };
 
-// The fields every frame reads or writes come first, on four cache lines (with the head of its
-// queue): a fabric has thousands of ports, and a frame's visit touched some eight lines of one
-// when they lay among the counters.
+// One priority's queue at an egress port, with the PFC pause and DWRR credit that every frame
+// through it reads: one cache line, where three arrays indexed by priority made it three.
+struct alignas(64) EgressQueue : PacketFifo {
+  Time paused_until{};  // PFC: paused by the peer's pause frames until then
+  Time paused_since{};  // PFC: start of the open pause episode (see close_pause)
+  int64_t deficit = 0;  // DWRR credit, bytes
+};
+static_assert(sizeof(EgressQueue) == 64);
+
+// A priority's counters at a port, starting a cache line: the ones a frame updates lead them.
+struct alignas(64) QueueCounters : PriorityCounters {};
+
+// A fabric has thousands of ports, and the lines of them that frames touch must stay few: the
+// fields every frame reads or writes come first, on two cache lines, then a line per priority
+// queue, then a line of each priority's counters (the ones a frame updates lead them).
 struct alignas(64) EgressPort {
   Time busy_until{};  // the frame on the wire ends then
   Time delay{};       // propagation delay to the peer
@@ -59,13 +72,15 @@ struct alignas(64) EgressPort {
   Time busy_time{};  // total time spent serializing (utilization)
   // PFC frames waiting to go out ahead of any queue: (priority, quanta).
   std::vector<std::pair<uint8_t, uint16_t>> pending_pause;
-  // PFC state set by the peer's pause frames.
-  std::array<Time, kPriorities> paused_until{};
-  std::array<int64_t, kPriorities> deficit{};  // DWRR
-  std::array<PacketFifo, kPriorities> queues;
-  std::array<PriorityCounters, kPriorities> counters{};
-  std::array<Time, kPriorities> paused_since{};
+  std::array<EgressQueue, kPriorities> queues;
+  std::array<QueueCounters, kPriorities> counters{};
   std::vector<PauseInterval> pause_intervals;
+
+  std::array<PriorityCounters, kPriorities> counter_values() const {
+    std::array<PriorityCounters, kPriorities> values;
+    std::copy(counters.begin(), counters.end(), values.begin());
+    return values;
+  }
 
   void set_rate(BitsPerSec r) {
     rate = r;
@@ -87,7 +102,7 @@ struct alignas(64) EgressPort {
     return total;
   }
 
-  bool paused(int priority, Time now) const { return paused_until[priority] > now; }
+  bool paused(int priority, Time now) const { return queues[priority].paused_until > now; }
   bool has_backlog() const { return backlog != 0; }
 
   // The queue to serve next, or -1 if every non-empty queue is paused.
@@ -104,19 +119,19 @@ struct alignas(64) EgressPort {
     }
     if ((eligible & (eligible - 1)) == 0) {  // alone: served at once, no credit carried over
       const int p = std::countr_zero(eligible);
-      deficit[p] = queues[p].front().frame;
+      queues[p].deficit = queues[p].front().frame;
       return p;
     }
     for (;;) {  // deficit-weighted round robin
       const int p = round;
       if (eligible >> p & 1) {
         if (!(credited >> p & 1)) {
-          deficit[p] += static_cast<int64_t>(scheduler->quantum) * scheduler->weights[p];
+          queues[p].deficit += static_cast<int64_t>(scheduler->quantum) * scheduler->weights[p];
           credited |= static_cast<uint8_t>(1u << p);
         }
-        if (deficit[p] >= queues[p].front().frame) return p;
+        if (queues[p].deficit >= queues[p].front().frame) return p;
       } else if (!(backlog >> p & 1)) {
-        deficit[p] = 0;  // an idle queue keeps no credit
+        queues[p].deficit = 0;  // an idle queue keeps no credit
       }
       credited &= static_cast<uint8_t>(~(1u << p));
       round = static_cast<uint8_t>((round + 1) % kPriorities);
@@ -131,7 +146,7 @@ struct alignas(64) EgressPort {
   }
 
   // Called with the frame taken from queue `priority` after select().
-  void charge(int priority, int frame) { deficit[priority] -= frame; }
+  void charge(int priority, int frame) { queues[priority].deficit -= frame; }
 
   // `ingress_priority`: the priority group the frame is accounted to at its ingress (a switch's).
   void enqueue(Packet* p, uint16_t ingress = 0, uint8_t ingress_priority = 0) {
@@ -148,25 +163,26 @@ struct alignas(64) EgressPort {
     if (duration.ps == 0) {
       ++c.xon_received;
       close_pause(priority, now);
-      paused_until[priority] = now;
+      queues[priority].paused_until = now;
       return;
     }
     ++c.pause_received;
     if (!paused(priority, now)) {
       close_pause(priority, now);  // a pause that expired unseen ends where it expired
-      paused_since[priority] = now;
+      queues[priority].paused_since = now;
     }
-    paused_until[priority] = now + duration;
+    queues[priority].paused_until = now + duration;
   }
 
   // Ends the open pause episode of `priority` at `now`, or where it expired if earlier, and
   // records it. An episode is open while paused_until > paused_since.
   void close_pause(int priority, Time now) {
-    if (paused_until[priority] <= paused_since[priority]) return;
-    const Time end = paused_until[priority] < now ? paused_until[priority] : now;
-    counters[priority].paused_time += end - paused_since[priority];
-    pause_intervals.push_back({static_cast<uint8_t>(priority), paused_since[priority], end});
-    paused_since[priority] = paused_until[priority] = end;
+    EgressQueue& q = queues[priority];
+    if (q.paused_until <= q.paused_since) return;
+    const Time end = q.paused_until < now ? q.paused_until : now;
+    counters[priority].paused_time += end - q.paused_since;
+    pause_intervals.push_back({static_cast<uint8_t>(priority), q.paused_since, end});
+    q.paused_since = q.paused_until = end;
   }
 };
 

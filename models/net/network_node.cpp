@@ -70,7 +70,7 @@ void NetworkNode::release_pause(uint32_t port, int priority) {
 // go of the pause's hold if nothing else did, so a stale timer changes no result even when it
 // runs after the traffic is done.
 void NetworkNode::pause_expired(uint32_t port, int priority) {
-  const Time until = ports_[port].paused_until[priority];
+  const Time until = ports_[port].queues[priority].paused_until;
   if (until > now()) return;
   release_pause(port, priority);
   if (until != now()) return;
@@ -125,14 +125,14 @@ void NetworkNode::watchdog_poll(uint32_t port_index) {
     }
     if (!port.paused(p, now())) continue;
     watching = true;
-    if (now() - port.paused_since[p] < watchdog_.detection_time ||
+    if (now() - port.queues[p].paused_since < watchdog_.detection_time ||
         !watchdog_backlog(port_index, p)) {
       continue;
     }
     // A storm: the pause episode ends here; the queue no longer obeys the peer.
     ++port.counters[p].watchdog_storms;
     port.close_pause(p, now());
-    port.paused_until[p] = now();
+    port.queues[p].paused_until = now();
     port.watchdog_storm |= bit;
     if (watchdog_.drop) {
       port.watchdog_drop |= bit;

@@ -17,6 +17,10 @@ namespace fabtwin {
     "Frames transmitted (data, ACKs, NAKs and CNPs; PFC frames are not counted).")              \
   X(int64_t, tx_bytes, "tx_bytes", Sum, "B",                                                    \
     "Ethernet frame bytes transmitted (headers + payload + FCS).")                              \
+  X(int64_t, max_queue_bytes, "max_queue_bytes", Max, "B",                                      \
+    "Deepest the queue got (frames waiting, not the one on the wire).")                         \
+  X(int64_t, ecn_marks, "ecn_marks", Sum, "packets",                                            \
+    "Packets marked CE at this egress queue (switch ports only; RED on the queue's depth).")    \
   X(int64_t, drops, "drops", Sum, "packets",                                                    \
     "Frames dropped at this port, any cause, counted where the cause lies: "                    \
     "`drops_egress + drops_headroom + drops_ttl + drops_link_down + drops_unroutable + "        \
@@ -38,10 +42,6 @@ namespace fabtwin {
   X(int64_t, drops_unroutable, "drops_unroutable", Sum, "packets",                              \
     "Frames that arrived on this port and were dropped because this switch had no route to "    \
     "their destination (an unreachable host after link failures).")                             \
-  X(int64_t, max_queue_bytes, "max_queue_bytes", Max, "B",                                      \
-    "Deepest the queue got (frames waiting, not the one on the wire).")                         \
-  X(int64_t, ecn_marks, "ecn_marks", Sum, "packets",                                            \
-    "Packets marked CE at this egress queue (switch ports only; RED on the queue's depth).")    \
   X(int64_t, pause_sent, "pause_sent", Sum, "frames",                                           \
     "PFC XOFF frames this port sent to its peer (as the ingress of a paused group), refreshes " \
     "included.")                                                                                \
@@ -70,6 +70,8 @@ namespace fabtwin {
     "Frames the PFC watchdog discarded at this egress queue during storms (action drop): "      \
     "those queued when the storm was declared and every later one until restoration.")
 
+// The counters every frame updates come first: a port keeps each priority's record on lines of
+// its own (QueueCounters, egress_port.h), so that a frame touches one line of them.
 struct PriorityCounters {
 #define FABTWIN_COUNTER_MEMBER(type, member, name, merge, unit, meaning) type member{};
   FABTWIN_PRIORITY_COUNTERS(FABTWIN_COUNTER_MEMBER)

@@ -85,12 +85,12 @@ class PauseReceiver {
   // the frame on the wire, for the asked time. Returns when the pause ends (now for an XON).
   static Time apply(EgressPort& port, const Packet& f, Time now) {
     port.pause(f.priority, now, pfc::pause_duration(f.pause_quanta(), port.rate));
-    return port.paused_until[f.priority];
+    return port.queues[f.priority].paused_until;
   }
   // The expiry timer of `priority` fired at `now`: true if the pause has run out (the episode
   // is closed); false if a later frame refreshed it (a later expiry is due).
   static bool expire(EgressPort& port, int priority, Time now) {
-    if (port.paused_until[priority] > now) return false;
+    if (port.queues[priority].paused_until > now) return false;
     port.close_pause(priority, now);
     return true;
   }

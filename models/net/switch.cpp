@@ -118,7 +118,7 @@ void Switch::set_link(uint32_t index, bool up) {
   for (int prio = 0; prio < kPriorities; ++prio) {
     if (sender.pausing(prio)) sender.stop(prio);
     port.close_pause(prio, now());
-    port.paused_until[prio] = port.paused_since[prio] = now();
+    port.queues[prio].paused_until = port.queues[prio].paused_since = now();
   }
   port.pending_pause.clear();
   port.watchdog_storm = port.watchdog_drop = 0;  // a storm ends with the link
@@ -222,7 +222,7 @@ int64_t Switch::headroom_overflows() const {
     // Idle since `start`: nothing sent since then, nothing queued, and no pause of its queue
     // in force at or after it.
     if (port.backlog == 0 && port.busy_until <= start && port.pending_pause.empty() &&
-        port.paused_until[queue] <= start) {
+        port.queues[queue].paused_until <= start) {
       if (config_.mark_at_enqueue) maybe_mark(port, queue, p, 0, is_ect(p));
       pass_through(in_port, p, prio, out, queue, start);
       return;
@@ -290,9 +290,9 @@ void Switch::leave_pipeline(uint32_t index) {
   PriorityCounters& c = port.counters[queue];
   if (frame > c.max_queue_bytes) c.max_queue_bytes = frame;
   if (port.scheduler != nullptr && !(port.scheduler->strict_mask >> queue & 1)) {
-    port.deficit[queue] = 0;
+    port.queues[queue].deficit = 0;
   } else {
-    port.deficit[queue] -= frame;
+    port.queues[queue].deficit -= frame;
   }
   if (!config_.mark_at_enqueue) maybe_mark(port, queue, p, 0, is_ect(p));
   release({p, frame, static_cast<uint16_t>(in_port), static_cast<uint8_t>(prio), is_ect(p)}, out,

@@ -352,7 +352,7 @@ void HostNic::set_link(bool up) {
   for (int prio = 0; prio < kPriorities; ++prio) {
     if (sender.pausing(prio)) sender.stop(prio);
     port.close_pause(prio, now());
-    port.paused_until[prio] = port.paused_since[prio] = now();
+    port.queues[prio].paused_until = port.queues[prio].paused_since = now();
     while (!port.queues[prio].empty()) {
       const QueuedPacket q = port.dequeue(prio);
       PriorityCounters& c = port.counters[prio];
