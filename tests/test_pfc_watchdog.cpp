@@ -73,7 +73,7 @@ class ScriptedHost final : public NetworkNode {
   }
   void on_transmit_done(uint32_t) override {
     if (!port_free(0)) {
-      if (ports_[0].has_backlog() || !ports_[0].pending_pause.empty()) request_transmit_done(0);
+      if (ports_[0].has_backlog() || ports_[0].pause_waiting()) request_transmit_done(0);
       return;
     }
     if (transmit_pending_pause(0)) {
@@ -83,13 +83,13 @@ class ScriptedHost final : public NetworkNode {
     const int prio = ports_[0].select(now());
     if (prio < 0) return;
     transmit_queued(0, prio);
-    if (ports_[0].has_backlog() || !ports_[0].pending_pause.empty()) request_transmit_done(0);
+    if (ports_[0].has_backlog() || ports_[0].pause_waiting()) request_transmit_done(0);
   }
   void on_timer(const Event& e) override {
     if (kind_handler(e.kind) == kSendAt) {
       ports_[0].enqueue(timed_[e.data]);
     } else if (kind_handler(e.kind) == kStorm) {
-      ports_[0].pending_pause.emplace_back(static_cast<uint8_t>(e.data), pfc::kMaxQuanta);
+      ports_[0].queue_pause(static_cast<uint8_t>(e.data), pfc::kMaxQuanta);
       if (now() + storm_every_ < storm_to_) schedule_self(now() + storm_every_, kStorm, e.data);
     }
     on_transmit_done(0);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <climits>
 #include <cstdint>
 #include <vector>
 
@@ -48,14 +49,18 @@ static_assert(sizeof(EgressQueue) == 64);
 // A priority's counters at a port, starting a cache line: the ones a frame updates lead them.
 struct alignas(64) QueueCounters : PriorityCounters {};
 
-// A fabric has thousands of ports, and the lines of them that frames touch must stay few: the
-// fields every frame reads or writes come first, on two cache lines, then a line per priority
-// queue, then a line of each priority's counters (the ones a frame updates lead them).
+// A fabric has thousands of ports, and the lines of them that frames touch must stay few: what
+// every frame reads or writes fills the first cache line, then come a line per priority queue
+// and each priority's counters from the start of a line (the ones a frame updates lead them);
+// what frames seldom need comes last.
 struct alignas(64) EgressPort {
-  Time busy_until{};  // the frame on the wire ends then
-  Time delay{};       // propagation delay to the peer
-  BitsPerSec rate{};
-  int64_t ps_per_byte = 0;      // rate as whole picoseconds per byte, 0 if not a whole number
+  Time busy_until{};        // the frame on the wire ends then
+  Time delay{};             // propagation delay to the peer
+  int64_t ps_per_byte = 0;  // rate as whole picoseconds per byte, 0 if not a whole number
+  Time busy_time{};         // total time spent serializing (utilization)
+  // RED/ECN: a queue deeper than this (bytes) may mark: Kmin of `red` where the egress marks,
+  // never where it does not (set_marking keeps them together).
+  int64_t mark_above = INT64_MAX;
   ComponentId peer = 0;         // component at the other end
   uint32_t peer_port = 0;       // its port index
   bool done_scheduled = false;  // a transmit-done event is pending for busy_until
@@ -64,17 +69,42 @@ struct alignas(64) EgressPort {
   // the peer's pause frames; and with the drop action, discards its frames.
   uint8_t watchdog_storm = 0;
   uint8_t watchdog_drop = 0;
-  bool ecn = false;                            // RED/ECN marking at this egress
-  uint8_t credited = 0;                        // DWRR: bit p: priority p got its quantum this visit
-  uint8_t round = 0;                           // DWRR: the queue the round robin is at
+  uint8_t credited = 0;  // DWRR: bit p: priority p got its quantum this visit
+  uint8_t round = 0;     // DWRR: the queue the round robin is at
+
+ private:
+  bool pause_waiting_ = false;  // pending_pause_ is not empty
+
+ public:
   const SchedulerConfig* scheduler = nullptr;  // null: strict priority only
-  RedMarking red;
-  Time busy_time{};  // total time spent serializing (utilization)
-  // PFC frames waiting to go out ahead of any queue: (priority, quanta).
-  std::vector<std::pair<uint8_t, uint16_t>> pending_pause;
   std::array<EgressQueue, kPriorities> queues;
   std::array<QueueCounters, kPriorities> counters{};
+  BitsPerSec rate{};
+  RedMarking red;  // the marking curve above mark_above
   std::vector<PauseInterval> pause_intervals;
+
+  void set_marking(bool ecn, const RedMarking& curve) {
+    red = curve;
+    mark_above = ecn ? curve.kmin : INT64_MAX;
+  }
+
+  // PFC frames waiting to go out ahead of any queue, first come first served.
+  bool pause_waiting() const { return pause_waiting_; }
+  void queue_pause(uint8_t priority, uint16_t quanta) {
+    pending_pause_.emplace_back(priority, quanta);
+    pause_waiting_ = true;
+  }
+  // The first waiting frame: (priority, quanta); one must be waiting.
+  std::pair<uint8_t, uint16_t> take_pause() {
+    const auto first = pending_pause_.front();
+    pending_pause_.erase(pending_pause_.begin());
+    pause_waiting_ = !pending_pause_.empty();
+    return first;
+  }
+  void drop_pauses() {
+    pending_pause_.clear();
+    pause_waiting_ = false;
+  }
 
   std::array<PriorityCounters, kPriorities> counter_values() const {
     std::array<PriorityCounters, kPriorities> values;
@@ -184,6 +214,9 @@ struct alignas(64) EgressPort {
     pause_intervals.push_back({static_cast<uint8_t>(priority), q.paused_since, end});
     q.paused_since = q.paused_until = end;
   }
+
+ private:
+  std::vector<std::pair<uint8_t, uint16_t>> pending_pause_;  // (priority, quanta)
 };
 
 }  // namespace fabtwin

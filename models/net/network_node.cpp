@@ -7,8 +7,7 @@ namespace fabtwin {
 // The first PFC frame waiting at `port` goes on its free wire.
 void NetworkNode::send_first_pending_pause(uint32_t port_index) {
   EgressPort& port = ports_[port_index];
-  const auto [priority, quanta] = port.pending_pause.front();
-  port.pending_pause.erase(port.pending_pause.begin());
+  const auto [priority, quanta] = port.take_pause();
   Packet* f = pool_.acquire();
   f->type = PacketType::Pause;
   f->priority = priority;

@@ -65,7 +65,7 @@ class NetworkNode : public Component {
 
   // Sends the first PFC frame waiting at `port`, if any (the port must be free); true if sent.
   [[gnu::always_inline]] bool transmit_pending_pause(uint32_t port_index) {
-    if (ports_[port_index].pending_pause.empty()) return false;
+    if (!ports_[port_index].pause_waiting()) return false;
     send_first_pending_pause(port_index);
     return true;
   }

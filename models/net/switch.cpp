@@ -56,8 +56,7 @@ void Switch::begin() {
     EgressPort& port = ports_[i];
     headroom[i] = config_.port_headroom(port.rate, port.delay);
     port.scheduler = &config_.scheduler;
-    port.ecn = config_.ecn;
-    port.red = config_.red_for(port.rate);
+    port.set_marking(config_.ecn, config_.red_for(port.rate));
   }
   buffer_ = std::make_unique<SharedBuffer>(config_.mmu, std::move(headroom));
   for (uint32_t i = 0; i < ports_.size(); ++i) {
@@ -120,7 +119,7 @@ void Switch::set_link(uint32_t index, bool up) {
     port.close_pause(prio, now());
     port.queues[prio].paused_until = port.queues[prio].paused_since = now();
   }
-  port.pending_pause.clear();
+  port.drop_pauses();
   port.watchdog_storm = port.watchdog_drop = 0;  // a storm ends with the link
   for (int prio = 0; prio < kPriorities; ++prio) {
     while (!port.queues[prio].empty()) {
@@ -221,7 +220,7 @@ int64_t Switch::headroom_overflows() const {
     }
     // Idle since `start`: nothing sent since then, nothing queued, and no pause of its queue
     // in force at or after it.
-    if (port.backlog == 0 && port.busy_until <= start && port.pending_pause.empty() &&
+    if (port.backlog == 0 && port.busy_until <= start && !port.pause_waiting() &&
         port.queues[queue].paused_until <= start) {
       if (config_.mark_at_enqueue) maybe_mark(port, queue, p, 0, is_ect(p));
       pass_through(in_port, p, prio, out, queue, start);
@@ -385,11 +384,11 @@ void Switch::mark_above_kmin(EgressPort& port, int priority, Packet* p, int64_t 
 [[gnu::always_inline]] inline void Switch::start_transmission(uint32_t port_index) {
   EgressPort& port = ports_[port_index];
   if (!port_free(port_index)) {  // a same-time arrival took the wire first
-    if (port.has_backlog() || !port.pending_pause.empty()) request_transmit_done(port_index);
+    if (port.has_backlog() || port.pause_waiting()) request_transmit_done(port_index);
     return;
   }
   if (transmit_pending_pause(port_index)) {  // MAC control frames go before any queue
-    if (port.has_backlog() || !port.pending_pause.empty()) request_transmit_done(port_index);
+    if (port.has_backlog() || port.pause_waiting()) request_transmit_done(port_index);
     return;
   }
   const int prio = port.select(now());

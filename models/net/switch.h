@@ -78,7 +78,7 @@ class Switch final : public NetworkNode {
   // RED/ECN at `port`: nothing to do (ECN off, or the queue at or below Kmin) is decided inline.
   // `ect`: whether `p` is ECN-capable, known without reading it for a frame leaving its queue.
   void maybe_mark(EgressPort& port, int priority, Packet* p, int64_t queue_bytes, bool ect) {
-    if (port.ecn && queue_bytes > port.red.kmin) {
+    if (queue_bytes > port.mark_above) {
       mark_above_kmin(port, priority, p, queue_bytes, ect);
     }
   }
@@ -91,7 +91,7 @@ class Switch final : public NetworkNode {
   // Free wire, every queue empty, no PFC frame waiting and `queue` not paused.
   bool egress_idle(uint32_t out, int queue) const {
     const EgressPort& port = ports_[out];
-    return port.backlog == 0 && port_free(out) && port.pending_pause.empty() &&
+    return port.backlog == 0 && port_free(out) && !port.pause_waiting() &&
            !port.paused(queue, now());
   }
   void pass_through(uint32_t in_port, Packet* p, int prio, uint32_t out, int queue, Time start);

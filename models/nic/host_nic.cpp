@@ -362,7 +362,7 @@ void HostNic::set_link(bool up) {
       pool_.release(q.packet);
     }
   }
-  port.pending_pause.clear();
+  port.drop_pauses();
   port.watchdog_storm = port.watchdog_drop = 0;  // a storm ends with the link
 }
 
@@ -556,7 +556,7 @@ void HostNic::on_transmit_done(uint32_t) {
 void HostNic::pump() {
   EgressPort& port = ports_[0];
   if (link_down_) {  // nothing crosses a down link
-    port.pending_pause.clear();
+    port.drop_pauses();
     return;
   }
   if (!port_free(0)) {
