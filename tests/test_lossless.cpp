@@ -5,6 +5,7 @@
 
 #include "models/fabric/fabric.h"
 #include "models/net/ecn_marking.h"
+#include "models/net/egress_port.h"
 #include "models/net/pfc.h"
 #include "models/net/shared_buffer.h"
 #include "sim/rng.h"
@@ -132,6 +133,29 @@ TEST_CASE("RED marks with probability 0 below Kmin, linear to Pmax, 1 at Kmax", 
     const double sigma = std::sqrt(p * (1 - p) / trials);
     CHECK(std::abs(static_cast<double>(marked) / trials - p) < 4 * sigma);
   }
+}
+
+TEST_CASE("an egress port marks above Kmin only where ECN is on, and serves PFC frames in order",
+          "[ecn][pfc]") {
+  EgressPort port;
+  const RedMarking red{5'000, 200'000, 0.01};
+  port.set_marking(false, red);
+  CHECK(port.mark_above == INT64_MAX);  // no queue depth marks
+  CHECK(port.red == red);
+  port.set_marking(true, red);
+  CHECK(port.mark_above == 5'000);
+
+  CHECK_FALSE(port.pause_waiting());
+  port.queue_pause(3, 0xFFFF);
+  port.queue_pause(5, 0);
+  CHECK(port.pause_waiting());
+  CHECK(port.take_pause() == std::pair<uint8_t, uint16_t>{3, 0xFFFF});
+  CHECK(port.pause_waiting());
+  CHECK(port.take_pause() == std::pair<uint8_t, uint16_t>{5, 0});
+  CHECK_FALSE(port.pause_waiting());
+  port.queue_pause(3, 0xFFFF);
+  port.drop_pauses();
+  CHECK_FALSE(port.pause_waiting());
 }
 
 namespace {
