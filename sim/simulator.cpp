@@ -223,6 +223,9 @@ RunCounters Simulator::run(Time end, const Progress& progress, int threads) {
         window_limit = limit;
         workers->run_window();
       } else {
+        // One thread: the partitions in turn, in alternate order from window to window, so
+        // that the partition that ran last (its lines still in the caches) runs first. Within a
+        // window they are independent, so the order changes nothing but the time.
         auto one = [&](Partition* p) {
           take_mail(*p);
           run_window<false>(*p, limit, UINT64_MAX);
