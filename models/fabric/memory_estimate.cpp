@@ -12,8 +12,9 @@ namespace fabtwin {
 namespace {
 
 // Measured (docs/performance.md, "Start-up memory"): peak RSS of a 5 us run grows by about
-// 2.9 KiB per port on fat-trees (a port's queues and counters at eight priorities, its shared
-// buffer and PFC state, its record) and 3.3 KiB on a star; the process itself takes ~16 MiB.
+// 3.2 KiB per port on fat-trees (a port's queues and counters at eight priorities, its shared
+// buffer and PFC state, its record; hosts' NICs included) and 3.5 KiB on a star; the process
+// itself takes ~16 MiB. The constants below stay above both.
 constexpr int64_t kBaseBytes = int64_t{16} << 20;
 constexpr int64_t kPortBytes = 3300;
 constexpr int64_t kHostBytes = 1300;  // a NIC's own state beyond its port
