@@ -140,10 +140,11 @@ TEST_CASE("an egress port marks above Kmin only where ECN is on, and serves PFC 
   EgressPort port;
   const RedMarking red{5'000, 200'000, 0.01};
   port.set_marking(false, red);
-  CHECK(port.mark_above == INT64_MAX);  // no queue depth marks
-  CHECK(port.red == red);
+  CHECK_FALSE(port.may_mark(INT64_MAX - 1));  // no queue depth marks
+  CHECK(port.red() == red);
   port.set_marking(true, red);
-  CHECK(port.mark_above == 5'000);
+  CHECK_FALSE(port.may_mark(5'000));
+  CHECK(port.may_mark(5'001));
 
   CHECK_FALSE(port.pause_waiting());
   port.queue_pause(3, 0xFFFF);

@@ -75,10 +75,9 @@ Fabric::Fabric(FabricSpec spec, int threads, Transport* transport)
   const std::optional<Time> pcie =
       collectives.empty() ? std::nullopt : std::optional{collectives.gpu.pcie_latency};
   // One partition per rank; the locality cut is for threads.
-  const int ranks = distributed ? transport_->ranks() : 0;
+  const int parts = distributed ? transport_->ranks() : run_.threads;
   partitioning_ =
-      distributed ? partition_run(topology, ranks, ranks, pcie, run_.partitioner)
-                  : partition_run(topology, run_.threads, run_.partitions, pcie, run_.partitioner);
+      partition_run(topology, parts, distributed ? parts : run_.partitions, pcie, run_.partitioner);
   for (uint32_t p = 0; p < partitioning_.partitions; ++p) {
     pools_.emplace_back(static_cast<uint16_t>(p), partitioning_.partitions);
   }

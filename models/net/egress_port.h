@@ -58,9 +58,13 @@ struct alignas(64) EgressPort {
   Time delay{};             // propagation delay to the peer
   int64_t ps_per_byte = 0;  // rate as whole picoseconds per byte, 0 if not a whole number
   Time busy_time{};         // total time spent serializing (utilization)
-  // RED/ECN: a queue deeper than this (bytes) may mark: Kmin of `red` where the egress marks,
-  // never where it does not (set_marking keeps them together).
-  int64_t mark_above = INT64_MAX;
+
+ private:
+  // RED/ECN: a queue deeper than this (bytes) may mark: Kmin of red_ where the egress marks,
+  // never where it does not (set_marking() sets both).
+  int64_t mark_above_ = INT64_MAX;
+
+ public:
   ComponentId peer = 0;         // component at the other end
   uint32_t peer_port = 0;       // its port index
   bool done_scheduled = false;  // a transmit-done event is pending for busy_until
@@ -80,13 +84,16 @@ struct alignas(64) EgressPort {
   std::array<EgressQueue, kPriorities> queues;
   std::array<QueueCounters, kPriorities> counters{};
   BitsPerSec rate{};
-  RedMarking red;  // the marking curve above mark_above
   std::vector<PauseInterval> pause_intervals;
 
+  // RED/ECN marking at this egress: on (`ecn`) with `curve`, or off.
   void set_marking(bool ecn, const RedMarking& curve) {
-    red = curve;
-    mark_above = ecn ? curve.kmin : INT64_MAX;
+    red_ = curve;
+    mark_above_ = ecn ? curve.kmin : INT64_MAX;
   }
+  // Whether a queue of `queue_bytes` may mark (ECN on and above Kmin); red() then decides.
+  bool may_mark(int64_t queue_bytes) const { return queue_bytes > mark_above_; }
+  const RedMarking& red() const { return red_; }
 
   // PFC frames waiting to go out ahead of any queue, first come first served.
   bool pause_waiting() const { return pause_waiting_; }
@@ -216,6 +223,7 @@ struct alignas(64) EgressPort {
   }
 
  private:
+  RedMarking red_;
   std::vector<std::pair<uint8_t, uint16_t>> pending_pause_;  // (priority, quanta)
 };
 

@@ -374,7 +374,7 @@ void Switch::on_transmit_done(uint32_t port) {
 
 void Switch::mark_above_kmin(EgressPort& port, int priority, Packet* p, int64_t queue_bytes,
                              bool ect) {
-  if (!port.red.should_mark(queue_bytes, rng())) return;
+  if (!port.red().should_mark(queue_bytes, rng())) return;
   if (!ect) return;  // only ECN-capable transport is marked
   p->ecn = Ecn::Ce;
   ++port.counters[priority].ecn_marks;

@@ -78,7 +78,7 @@ class Switch final : public NetworkNode {
   // RED/ECN at `port`: nothing to do (ECN off, or the queue at or below Kmin) is decided inline.
   // `ect`: whether `p` is ECN-capable, known without reading it for a frame leaving its queue.
   void maybe_mark(EgressPort& port, int priority, Packet* p, int64_t queue_bytes, bool ect) {
-    if (queue_bytes > port.mark_above) {
+    if (port.may_mark(queue_bytes)) {
       mark_above_kmin(port, priority, p, queue_bytes, ect);
     }
   }
