@@ -3,7 +3,9 @@
 round after round, so that a shared machine's slow and fast minutes fall on all of them alike.
 Each run's event-loop seconds are read from its output (the engine line of `fabtwin run`, or the
 `wall time` line of `fabtwin bench`). At the end it prints, per command, the median and the
-fastest run. Against the first command it prints the median and range of the per-round ratios.
+fastest run, the fingerprint (flagged where one command's runs disagree) and, for `fabtwin bench`,
+the largest peak memory. Against the first command it prints the median and range of the
+per-round ratios.
 
 usage: scripts/alternate_runs.py ROUNDS LABEL=COMMAND [LABEL=COMMAND ...]
 e.g.:  scripts/alternate_runs.py 8 'one=build/fabtwin bench --threads 1' \\
@@ -15,17 +17,22 @@ import subprocess
 import sys
 
 SECONDS = (re.compile(r"events in ([0-9.]+) s wall"), re.compile(r"^wall time\s+([0-9.]+) s", re.M))
+FINGERPRINT = re.compile(r"^fingerprint\s+([0-9a-f]+)", re.M)
+PEAK_MEMORY = re.compile(r"^peak memory\s+([0-9.]+) MB", re.M)
 
 
-def event_loop_seconds(label, command):
+def one_run(label, command):
+    """The event-loop seconds, fingerprint (or None) and peak memory in MB (or None) of one run."""
     run = subprocess.run(command, shell=True, capture_output=True, text=True)
     if run.returncode != 0:
         sys.exit(f"{label}: `{command}` exited with {run.returncode}:\n{run.stderr}")
-    for pattern in SECONDS:
-        found = pattern.search(run.stdout)
-        if found:
-            return float(found.group(1))
-    sys.exit(f"{label}: no event-loop time in the output of `{command}`")
+    seconds = next((float(m.group(1)) for m in (p.search(run.stdout) for p in SECONDS) if m), None)
+    if seconds is None:
+        sys.exit(f"{label}: no event-loop time in the output of `{command}`")
+    fingerprint = FINGERPRINT.search(run.stdout)
+    memory = PEAK_MEMORY.search(run.stdout)
+    return (seconds, fingerprint.group(1) if fingerprint else None,
+            float(memory.group(1)) if memory else None)
 
 
 def main(argv):
@@ -34,9 +41,16 @@ def main(argv):
     rounds = int(argv[1])
     commands = [a.split("=", 1) for a in argv[2:]]
     seconds = {label: [] for label, _ in commands}
+    fingerprints = {label: set() for label, _ in commands}
+    memory = {label: [] for label, _ in commands}
     for _ in range(rounds):
         for label, command in commands:
-            seconds[label].append(event_loop_seconds(label, command))
+            wall, fingerprint, megabytes = one_run(label, command)
+            seconds[label].append(wall)
+            if fingerprint:
+                fingerprints[label].add(fingerprint)
+            if megabytes is not None:
+                memory[label].append(megabytes)
         print("  ".join(f"{label} {seconds[label][-1]:.3f} s" for label, _ in commands), flush=True)
     first = commands[0][0]
     for label, _ in commands:
@@ -45,6 +59,12 @@ def main(argv):
             ratios = [a / b for a, b in zip(seconds[first], seconds[label])]
             line += (f"; {first} / {label} per round: median {statistics.median(ratios):.2f}, "
                      f"range {min(ratios):.2f} - {max(ratios):.2f}")
+        if len(fingerprints[label]) == 1:
+            line += f"; fingerprint {next(iter(fingerprints[label]))}"
+        elif fingerprints[label]:
+            line += f"; FINGERPRINTS DIFFER between rounds: {' '.join(sorted(fingerprints[label]))}"
+        if memory[label]:
+            line += f"; peak memory {max(memory[label]):.1f} MB"
         print(line)
 
 

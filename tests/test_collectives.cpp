@@ -1009,12 +1009,12 @@ TEST_CASE("collective runs are identical for 1, 2 and 4 threads", "[collectives]
                        {"algorithm", "tree"},
                        {"size", "512KiB"}},
         nlohmann::json{{"type", "collective"}, {"op", "all_to_all"}, {"size", "1MiB"}}}) {
-    // A PCIe latency below the links' 1 us: each GPU node goes with its NICs, the windows are
-    // 1 us. At or above it: each NIC with its rail, windows of the link delay. Without one: a
-    // node's NICs must go together.
+    // Each NIC with its rail, windows of PCIe's latency (0.5 us) or the links' delay (1 us,
+    // below PCIe's 2 us). A PCIe latency below kLocalityWindow (20 ns): each GPU node with its
+    // NICs, windows of the links' 1 us. Without one: a node's NICs must go together.
     for (const auto& [pcie, together, window] :
-         {std::tuple{"0.5us", true, Time{1'000'000}}, std::tuple{"2us", false, Time{1'000'000}},
-          std::tuple{"0us", true, Time{1'000'000}}}) {
+         {std::tuple{"0.5us", false, Time{500'000}}, std::tuple{"2us", false, Time{1'000'000}},
+          std::tuple{"20ns", true, Time{1'000'000}}, std::tuple{"0us", true, Time{1'000'000}}}) {
       nlohmann::json scenario = rail(2, 2, gen);
       scenario["gpu"] = {{"pcie_latency", pcie}};
       const RunResult one = run(scenario, 1);

@@ -273,20 +273,24 @@ TEST_CASE("partitioning keeps a GPU node's NICs together", "[rail]") {
   }
   CHECK_NOTHROW(partition_fabric(zero, 1));
 
-  // With GPU nodes, the cut with the longer lookahead: a node's NICs together when PCIe is
-  // quicker than the links (the PCIe events then never cross), each NIC with its rail when it
-  // is not (a tie keeps packets inside their rail), and together when PCIe takes no time.
+  // With GPU nodes, each NIC stays with its rail (packets stay inside their partition, PCIe's
+  // latency bounds the windows) wherever the windows stay at least kLocalityWindow long; below
+  // that, the cut with the longer lookahead, and a node's NICs together when PCIe takes no time.
   const FabricPartitioning quick = partition_gpu_fabric(t, 4, Time{500'000});
-  CHECK(quick.node_nics_together);
-  CHECK(quick.partition_of == p.partition_of);
-  CHECK(quick.lookahead == k1us);
+  CHECK_FALSE(quick.node_nics_together);
+  CHECK(quick.partition_of == own.partition_of);
+  CHECK(quick.lookahead == Time{500'000});
   const FabricPartitioning slow = partition_gpu_fabric(t, 4, Time{2'000'000});
   CHECK_FALSE(slow.node_nics_together);
   CHECK(slow.partition_of == own.partition_of);
   CHECK(slow.lookahead == k1us);
-  const FabricPartitioning tie = partition_gpu_fabric(t, 4, k1us);
-  CHECK_FALSE(tie.node_nics_together);
-  CHECK(tie.lookahead == k1us);
+  const FabricPartitioning at_least = partition_gpu_fabric(t, 4, kLocalityWindow);
+  CHECK_FALSE(at_least.node_nics_together);
+  CHECK(at_least.lookahead == kLocalityWindow);
+  const FabricPartitioning quicker = partition_gpu_fabric(t, 4, kLocalityWindow - Time{1});
+  CHECK(quicker.node_nics_together);
+  CHECK(quicker.partition_of == p.partition_of);
+  CHECK(quicker.lookahead == k1us);
   CHECK(partition_gpu_fabric(t, 4, Time{0}).partition_of == p.partition_of);
   // NIC links of zero delay: keeping nodes together would cut one, so each NIC stays with its
   // rail and PCIe's latency is the lookahead.
@@ -294,9 +298,17 @@ TEST_CASE("partitioning keeps a GPU node's NICs together", "[rail]") {
   for (Link& l : zero_nic_links.links) {
     if (l.a < t.hosts || l.b < t.hosts) l.delay = Time{0};
   }
-  const FabricPartitioning zero_links = partition_gpu_fabric(zero_nic_links, 4, Time{500'000});
+  const FabricPartitioning zero_links = partition_gpu_fabric(zero_nic_links, 4, Time{10'000});
   CHECK_FALSE(zero_links.node_nics_together);
-  CHECK(zero_links.lookahead == Time{500'000});
+  CHECK(zero_links.lookahead == Time{10'000});
+
+  // A run on several threads cuts a GPU fabric into two partitions per thread, unless
+  // run.partitions says otherwise; one thread keeps it whole, a fabric without GPUs one per thread.
+  const Time pcie{500'000};
+  CHECK(partition_run(t, 1, 0, pcie, Partitioner::Metis).partitions == 1);
+  CHECK(partition_run(t, 2, 0, pcie, Partitioner::Metis).partitions == 2 * 2);
+  CHECK(partition_run(t, 2, 3, pcie, Partitioner::Metis).partitions == 3);
+  CHECK(partition_run(t, 2, 0, std::nullopt, Partitioner::Metis).partitions == 2);
 }
 
 TEST_CASE("the other builders make one-GPU, one-NIC nodes", "[rail]") {

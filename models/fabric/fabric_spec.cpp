@@ -37,7 +37,8 @@ const BoundParams<RunConfig> kRunParams{
             &RunConfig::partitions,
             {"partitions", ParamType::Integer, "0",
              "partitions of the fabric, each running its events for one window at a time: at "
-             "least this many and at least one per thread. 0 = as the fabric's size asks: one "
+             "least this many and at least one per thread. 0 = two per thread on a GPU fabric "
+             "(where it has the switches), and as the fabric's size asks: one "
              "per 1,024 of the partitioner's weight (a switch's ports plus two per host), so "
              "that a partition's switches, ports and NICs stay in a core's caches for a whole "
              "window; a k=8 fat-tree stays whole, a k=16 one runs as 7 partitions. Taken only "

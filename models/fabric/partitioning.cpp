@@ -220,8 +220,8 @@ FabricPartitioning partition_gpu_fabric(const Topology& topo, int parts, Time pc
   FabricPartitioning by_switch = partition_fabric(topo, parts, false, partitioner);
   if (by_switch.partitions == 1) return by_switch;
   by_switch.lookahead = std::min(by_switch.lookahead, pcie_latency);
+  if (by_switch.lookahead >= kLocalityWindow) return by_switch;
   auto [by_node, zero] = cut_fabric(topo, parts, true, partitioner);
-  // Longer windows win; on a tie the packets stay inside their switch's partition.
   if (zero == nullptr && by_node.lookahead > by_switch.lookahead) return by_node;
   return by_switch;
 }
@@ -240,7 +240,9 @@ FabricPartitioning partition_run(const Topology& topo, int threads, int partitio
     return pcie_latency ? partition_gpu_fabric(topo, parts, *pcie_latency, partitioner)
                         : partition_fabric(topo, parts, false, partitioner);
   };
-  FabricPartitioning run = cut(std::max({1, threads, partitions}));
+  const int per_thread =
+      pcie_latency && threads > 1 && partitions == 0 ? kGpuPartitionsPerThread : 1;
+  FabricPartitioning run = cut(std::max({1, threads * per_thread, partitions}));
   if (partitions > 0) return run;
   const int local = locality_partitions(topo);
   if (local <= static_cast<int>(run.partitions)) return run;

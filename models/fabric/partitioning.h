@@ -46,8 +46,13 @@ FabricPartitioning partition_fabric(const Topology& topology, int parts,
 // The same for a fabric whose GPU nodes reach their NICs over PCIe with `pcie_latency`. Each NIC
 // may stay with its switch (packets stay inside a rail's partition, the node-NIC events cross
 // partitions, so the lookahead is at most the PCIe latency), or a node's NICs go together (the
-// links between NICs and switches may be cut, the PCIe events never are). The one with the
-// longer lookahead is taken, each NIC with its switch on a tie; with no PCIe latency a node's
+// links between NICs and switches may be cut, the PCIe events never are). Each NIC stays with
+// its switch wherever that keeps windows of at least kLocalityWindow: on `make bench-nccl`'s
+// rails the node cut sends a quarter of all events (every packet between a NIC and a rail of
+// the other partition) through the mail and across cores, and ran 1.07 and 1.81 times as fast
+// as one thread on 4 and 8 threads of a 16-core machine, against 2.12 and 3.30 for the cut that
+// keeps NICs with their switches, whose windows are half as long (docs/performance.md). Where
+// the windows would be shorter, the cut with the longer lookahead; with no PCIe latency a node's
 // NICs must go together.
 FabricPartitioning partition_gpu_fabric(const Topology& topology, int parts, Time pcie_latency,
                                         Partitioner partitioner = Partitioner::BreadthFirst);
@@ -65,9 +70,16 @@ inline constexpr int64_t kLocalityWeight = 1024;
 inline constexpr Time kLocalityWindow{50'000};
 int locality_partitions(const Topology& topology);
 
-// A run's cut. At least `threads` partitions and at least `partitions` (run.partitions); with
-// partitions 0, locality_partitions() where that is more and the finer cut keeps windows of at
-// least kLocalityWindow. A GPU fabric (`pcie_latency` set) is cut by partition_gpu_fabric.
+// A GPU fabric on several threads is cut into this many partitions per thread (where it has
+// the switches; run.partitions overrides), so that a thread done with its own partitions takes
+// one still waiting: `make bench-nccl` on 2 threads ran 1.91 times as fast as one thread in 4
+// partitions against 1.62 in 2 (8 alternating rounds on the 2-core machine, docs/performance.md).
+inline constexpr int kGpuPartitionsPerThread = 2;
+
+// A run's cut. At least `threads` partitions (kGpuPartitionsPerThread per thread on a GPU fabric)
+// and at least `partitions` (run.partitions); with partitions 0, locality_partitions() where
+// that is more and the finer cut keeps windows of at least kLocalityWindow. A GPU fabric
+// (`pcie_latency` set) is cut by partition_gpu_fabric.
 FabricPartitioning partition_run(const Topology& topology, int threads, int partitions,
                                  std::optional<Time> pcie_latency, Partitioner partitioner);
 
