@@ -71,9 +71,10 @@ inline constexpr Time kLocalityWindow{50'000};
 int locality_partitions(const Topology& topology);
 
 // A GPU fabric on several threads is cut into this many partitions per thread (where it has
-// the switches; run.partitions overrides), so that a thread done with its own partitions takes
-// one still waiting: `make bench-nccl` on 2 threads ran 1.91 times as fast as one thread in 4
-// partitions against 1.62 in 2 (8 alternating rounds on the 2-core machine, docs/performance.md).
+// the switches; run.partitions overrides). Measured, not derived: `make bench-nccl` on 2 threads
+// ran 1.91 times as fast as one thread in 4 partitions against 1.62 in 2 (8 alternating rounds
+// on the 2-core machine), and its partitions' work on a 16-core machine's two threads took
+// 1.8 - 2.5 s in 4 partitions against 2.9 - 3.4 s in 2 (docs/performance.md, "16 cores").
 inline constexpr int kGpuPartitionsPerThread = 2;
 
 // A run's cut. At least `threads` partitions (kGpuPartitionsPerThread per thread on a GPU fabric)
