@@ -116,6 +116,30 @@ TEST_CASE("N congested queues settle at the dynamic threshold's alpha B / (1 + a
   }
 }
 
+TEST_CASE("a lossy group's egress limit counts the lossless frames of the queue it enters",
+          "[mmu]") {
+  // Priority 3 lossless, 0 lossy, egress alpha 1: a lossy group's frames are admitted to a
+  // queue while its bytes stay below the free shared pool. 300 KB of lossless priority-3 frames
+  // wait in queue 3 of port 1, then lossy priority-0 frames arrive for the same queue, which
+  // only a switch that rewrites priorities can send there.
+  MmuConfig c;
+  c.buffer = 1'000'000;
+  c.lossless[3] = true;
+  const auto lossy_admitted = [&](bool rewrites) {
+    SharedBuffer mmu(c, {0, 0, 0}, rewrites);
+    for (int i = 0; i < 300; ++i) REQUIRE(mmu.admit(0, 3, 1, 3, 1'000) == Admission::Admitted);
+    int64_t admitted = 0;
+    while (mmu.admit(2, 0, 1, 3, 1'000) == Admission::Admitted) admitted += 1'000;
+    return admitted;
+  };
+  // Told that its switch rewrites priorities, the buffer counts every frame of queue 3:
+  // 300 KB + q < 700 KB - q stops at 200 KB. Told that it keeps them, it leaves a lossless
+  // queue uncounted (no lossy frame can enter it), and the same calls go on until the shared
+  // pool is full.
+  CHECK(lossy_admitted(true) == 200'000);
+  CHECK(lossy_admitted(false) == 700'000);
+}
+
 TEST_CASE("RED marks with probability 0 below Kmin, linear to Pmax, 1 at Kmax", "[ecn]") {
   const RedMarking red{5'000, 200'000, 0.01};
   CHECK(red.probability(5'000) == 0.0);

@@ -37,7 +37,10 @@ enum class Admission : uint8_t {
 class SharedBuffer {
  public:
   // `headroom[port]` is the headroom of each lossless priority group of that ingress port.
-  SharedBuffer(const MmuConfig& config, std::vector<int64_t> headroom);
+  // `groups_change_queue`: a frame may leave in a queue other than its priority group (the
+  // switch rewrites priorities), so a lossy group's frames may share any queue.
+  SharedBuffer(const MmuConfig& config, std::vector<int64_t> headroom,
+               bool groups_change_queue = false);
 
   // Bytes a switch of `config` with ports of `headroom` sets aside before the shared pool: every
   // group's reserve and every lossless group's headroom. A buffer smaller than this cannot work.
@@ -85,7 +88,11 @@ class SharedBuffer {
   MmuConfig config_;
   std::vector<int64_t> headroom_;
   std::vector<PriorityGroup> groups_;
-  std::vector<int64_t> egress_;  // bytes per (egress port, queue)
+  // Bytes per (egress port, queue), read only to admit lossy groups' frames, so kept only for
+  // the queues those may enter (bit q of counted_queues_): lossless traffic in a switch that
+  // keeps priorities touches no egress counter.
+  std::vector<int64_t> egress_;
+  uint8_t counted_queues_ = 0;
   // Threshold factors in 16.16 fixed point, so a threshold is an integer multiply and shift.
   int64_t alpha_fixed_ = 0;
   int64_t egress_alpha_fixed_ = 0;
@@ -109,7 +116,6 @@ inline int64_t SharedBuffer::group_shared(int port, int pg) const {
 
 inline Admission SharedBuffer::admit(int in_port, int pg, int out_port, int queue, int64_t bytes) {
   PriorityGroup& g = group(in_port, pg);
-  int64_t& egress = egress_[static_cast<size_t>(out_port) * kPriorityGroups + queue];
   const int64_t extra_shared = shared_part(g.bytes + bytes) - shared_part(g.bytes);
   const bool fits_pool = shared_used_ + extra_shared <= shared_pool_;
   if (config_.lossless[pg]) {
@@ -124,11 +130,15 @@ inline Admission SharedBuffer::admit(int in_port, int pg, int out_port, int queu
   } else {
     const auto limit = static_cast<int64_t>(
         (static_cast<__int128>(shared_pool_ - shared_used_) * egress_alpha_fixed_) >> 16);
-    if (extra_shared > 0 && (!fits_pool || egress >= limit)) return Admission::EgressLimit;
+    if (extra_shared > 0 &&
+        (!fits_pool || egress_[static_cast<size_t>(out_port) * kPriorityGroups + queue] >= limit)) {
+      return Admission::EgressLimit;
+    }
     g.bytes += bytes;
     shared_used_ += extra_shared;
   }
-  egress += bytes;
+  if (counted_queues_ >> queue & 1)
+    egress_[static_cast<size_t>(out_port) * kPriorityGroups + queue] += bytes;
   used_ += bytes;
   max_used_ = std::max(max_used_, used_);
   return Admission::Admitted;
@@ -141,7 +151,8 @@ inline void SharedBuffer::release(int in_port, int pg, int out_port, int queue, 
   const int64_t rest = bytes - from_headroom;
   shared_used_ -= shared_part(g.bytes) - shared_part(g.bytes - rest);
   g.bytes -= rest;
-  egress_[static_cast<size_t>(out_port) * kPriorityGroups + queue] -= bytes;
+  if (counted_queues_ >> queue & 1)
+    egress_[static_cast<size_t>(out_port) * kPriorityGroups + queue] -= bytes;
   used_ -= bytes;
 }
 

@@ -58,7 +58,7 @@ void Switch::begin() {
     port.scheduler = &config_.scheduler;
     port.set_marking(config_.ecn, config_.red_for(port.rate));
   }
-  buffer_ = std::make_unique<SharedBuffer>(config_.mmu, std::move(headroom));
+  buffer_ = std::make_unique<SharedBuffer>(config_.mmu, std::move(headroom), rewrites_);
   for (uint32_t i = 0; i < ports_.size(); ++i) {
     pause_senders_.emplace_back(config_.pause_quanta, refresh_interval(i),
                                 pfc::pause_duration(config_.pause_quanta, ports_[i].rate));
