@@ -16,14 +16,14 @@ void NetworkNode::send_first_pending_pause(uint32_t port_index) {
   transmit_control(port_index, f);
 }
 
-void NetworkNode::pause_upstream(uint32_t port, PauseSender& sender, int priority) {
-  sender.start(ports_[port], priority);
-  send_pause(port, sender, priority, true);
+void NetworkNode::pause_upstream(uint32_t port, PauseSenders& senders, int priority) {
+  senders.start(port, ports_[port], priority);
+  send_pause(port, senders, priority, true);
 }
 
-void NetworkNode::resume_upstream(uint32_t port, PauseSender& sender, int priority) {
-  sender.stop(priority);
-  send_pause(port, sender, priority, false);
+void NetworkNode::resume_upstream(uint32_t port, PauseSenders& senders, int priority) {
+  senders.stop(port, priority);
+  send_pause(port, senders, priority, false);
 }
 
 void NetworkNode::receive_pause(uint32_t port, const Packet& f) {
@@ -76,9 +76,10 @@ void NetworkNode::pause_expired(uint32_t port, int priority) {
   if (PauseReceiver::expire(ports_[port], priority, now())) on_transmit_done(port);
 }
 
-void NetworkNode::send_pause(uint32_t port, PauseSender& sender, int priority, bool xoff) {
-  if (sender.send(ports_[port], priority, xoff, now())) {
-    schedule_self(now() + sender.refresh_interval(), make_kind(pause_handlers_.refresh, port), 0);
+void NetworkNode::send_pause(uint32_t port, PauseSenders& senders, int priority, bool xoff) {
+  if (senders.send(port, ports_[port], priority, xoff, now())) {
+    schedule_self(now() + senders.refresh_interval(port), make_kind(pause_handlers_.refresh, port),
+                  0);
   }
   if (port_free(port)) {
     on_transmit_done(port);

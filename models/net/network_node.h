@@ -72,21 +72,21 @@ class NetworkNode : public Component {
   void send_first_pending_pause(uint32_t port_index);  // out of line: rare
 
   // Priority flow control (priority_flow_control.h), the same for every node. A node that sends
-  // PFC at `port` keeps a PauseSender for it and calls these as its ingress crosses XOFF and
-  // XON and when the refresh timer (pause_handlers_.refresh) fires; PFC frames received at
-  // `port` go to receive_pause(), the expiry timer (pause_handlers_.expired) to pause_expired().
-  // A port that may send again is handed to on_transmit_done().
-  void pause_upstream(uint32_t port, PauseSender& sender, int priority);
-  void resume_upstream(uint32_t port, PauseSender& sender, int priority);
+  // PFC keeps PauseSenders (sender `port` for its port `port`) and calls these as its ingress
+  // crosses XOFF and XON and when the refresh timer (pause_handlers_.refresh) fires; PFC frames
+  // received at `port` go to receive_pause(), the expiry timer (pause_handlers_.expired) to
+  // pause_expired(). A port that may send again is handed to on_transmit_done().
+  void pause_upstream(uint32_t port, PauseSenders& senders, int priority);
+  void resume_upstream(uint32_t port, PauseSenders& senders, int priority);
   // Re-sends XOFF for every priority still paused, or XON where `should_resume(priority)`.
   template <class ShouldResume>
-  void refresh_pauses(uint32_t port, PauseSender& sender, ShouldResume should_resume) {
-    sender.refresh_fired();
+  void refresh_pauses(uint32_t port, PauseSenders& senders, ShouldResume should_resume) {
+    senders.refresh_fired(port);
     for (int prio = 0; prio < kPriorities; ++prio) {
-      if (!sender.pausing(prio)) continue;
+      if (!senders.pausing(port, prio)) continue;
       const bool resume = should_resume(prio);
-      if (resume) sender.stop(prio);
-      send_pause(port, sender, prio, !resume);
+      if (resume) senders.stop(port, prio);
+      send_pause(port, senders, prio, !resume);
     }
   }
   void receive_pause(uint32_t port, const Packet& f);
@@ -94,8 +94,8 @@ class NetworkNode : public Component {
   // Defect fix: an XOFF that ran out at the peer while the ingress stays over its threshold
   // (a refresh interval longer than the pause time) is re-sent at the next arrival instead of
   // waiting for the refresh timer, so the peer's frames do not overflow the headroom.
-  void lapse_resend(uint32_t port, PauseSender& sender, int priority) {
-    send_pause(port, sender, priority, true);
+  void lapse_resend(uint32_t port, PauseSenders& senders, int priority) {
+    send_pause(port, senders, priority, true);
   }
 
   // The PFC watchdog (priority_flow_control.h) of the egress queues of the `lossless`
@@ -174,7 +174,7 @@ class NetworkNode : public Component {
   std::vector<EgressPort> ports_;
 
  private:
-  void send_pause(uint32_t port, PauseSender& sender, int priority, bool xoff);
+  void send_pause(uint32_t port, PauseSenders& senders, int priority, bool xoff);
   void hold_pause(uint32_t port, int priority);
   void release_pause(uint32_t port, int priority);
 

@@ -1,5 +1,5 @@
 // Priority flow control (IEEE 802.1Qbb) at one port, as switches and NICs both run it.
-// Sending side (PauseSender): while the port's ingress is congested for a priority, XOFF it
+// Sending side (PauseSenders): while the port's ingress is congested for a priority, XOFF it
 // upstream, re-send the XOFF every refresh interval so the peer's pause does not run out, and
 // XON it once drained. Receiving side (PauseReceiver): a PFC frame from the peer holds the
 // port's egress of its priority for the time the frame asks, until that runs out or an XON.
@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cstdint>
+#include <vector>
 
 #include "models/net/egress_port.h"
 #include "models/net/packet.h"
@@ -41,42 +42,56 @@ struct PfcWatchdogConfig {
   bool operator==(const PfcWatchdogConfig&) const = default;
 };
 
-class PauseSender {
+// The sending side of every port of a node that sends PFC, port by port. Whether a port's
+// ingress is pausing each priority upstream is read for every frame the node admits and
+// releases, so those bits lie side by side (a byte per port); the rest of a port's state is
+// read only while it pauses.
+class PauseSenders {
  public:
-  PauseSender() = default;
-  // Sends XOFF frames of `quanta` (which last `pause_time` at the port's rate) and refreshes
-  // them every `refresh_interval`.
-  PauseSender(int quanta, Time refresh_interval, Time pause_time)
-      : refresh_interval_(refresh_interval), pause_time_(pause_time), quanta_(quanta) {}
+  // Adds the next port's sender (ports are numbered from 0 in the order added): it sends XOFF
+  // frames of `quanta` (which last `pause_time` at the port's rate) and refreshes them every
+  // `refresh_interval`.
+  void add(int quanta, Time refresh_interval, Time pause_time) {
+    pausing_.push_back(0);
+    senders_.push_back({refresh_interval, pause_time, {}, quanta, false});
+  }
+  size_t size() const { return pausing_.size(); }
 
-  bool pausing(int priority) const { return pausing_ >> priority & 1; }
-  Time refresh_interval() const { return refresh_interval_; }
+  bool pausing(uint32_t port, int priority) const { return pausing_[port] >> priority & 1; }
+  Time refresh_interval(uint32_t port) const { return senders_[port].refresh_interval; }
   // While pausing: the last XOFF sent for `priority` has run out at the peer by `now` (the
   // refresh interval is longer than the pause time), so the peer may be sending again. The
   // owner then re-sends XOFF if its ingress is still over the threshold (lapse_resend()).
-  bool lapsed(int priority, Time now) const { return now >= runs_out_[priority]; }
+  bool lapsed(uint32_t port, int priority, Time now) const {
+    return now >= senders_[port].runs_out[priority];
+  }
 
-  // The ingress crossed XOFF for `priority`: it is paused upstream from now (a transition,
-  // counted on `port`); send(true) follows.
-  void start(EgressPort& port, int priority) {
-    pausing_ |= static_cast<uint8_t>(1u << priority);
-    ++port.counters[priority].xoff_transitions;
+  // The ingress of `port` crossed XOFF for `priority`: it is paused upstream from now (a
+  // transition, counted on the port's egress `egress`); send(true) follows.
+  void start(uint32_t port, EgressPort& egress, int priority) {
+    pausing_[port] |= static_cast<uint8_t>(1u << priority);
+    ++egress.counters[priority].xoff_transitions;
   }
   // It drained below XON: resumed; send(false) follows.
-  void stop(int priority) { pausing_ &= static_cast<uint8_t>(~(1u << priority)); }
-  // Queues an XOFF (or XON) frame for `priority` at `port`, ahead of any queue, and counts it.
-  // True when the refresh timer is to be started (an XOFF with no refresh pending).
-  bool send(EgressPort& port, int priority, bool xoff, Time now);
-  // The refresh timer fired.
-  void refresh_fired() { refresh_scheduled_ = false; }
+  void stop(uint32_t port, int priority) {
+    pausing_[port] &= static_cast<uint8_t>(~(1u << priority));
+  }
+  // Queues an XOFF (or XON) frame for `priority` at `egress`, ahead of any queue, and counts
+  // it. True when the refresh timer is to be started (an XOFF with no refresh pending).
+  bool send(uint32_t port, EgressPort& egress, int priority, bool xoff, Time now);
+  // The refresh timer of `port` fired.
+  void refresh_fired(uint32_t port) { senders_[port].refresh_scheduled = false; }
 
  private:
-  Time refresh_interval_{};
-  Time pause_time_{};
-  std::array<Time, kPriorities> runs_out_{};  // when the last XOFF of each priority runs out
-  int quanta_ = pfc::kMaxQuanta;
-  uint8_t pausing_ = 0;  // bit p: priority p is XOFF'ed upstream and not yet XON'ed
-  bool refresh_scheduled_ = false;
+  struct Sender {
+    Time refresh_interval;
+    Time pause_time;
+    std::array<Time, kPriorities> runs_out;  // when the last XOFF of each priority runs out
+    int quanta;
+    bool refresh_scheduled;
+  };
+  std::vector<uint8_t> pausing_;  // [port] bit p: priority p is XOFF'ed upstream, not XON'ed
+  std::vector<Sender> senders_;
 };
 
 class PauseReceiver {

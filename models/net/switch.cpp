@@ -60,8 +60,8 @@ void Switch::begin() {
   }
   buffer_ = std::make_unique<SharedBuffer>(config_.mmu, std::move(headroom), rewrites_);
   for (uint32_t i = 0; i < ports_.size(); ++i) {
-    pause_senders_.emplace_back(config_.pause_quanta, refresh_interval(i),
-                                pfc::pause_duration(config_.pause_quanta, ports_[i].rate));
+    pause_senders_.add(config_.pause_quanta, refresh_interval(i),
+                       pfc::pause_duration(config_.pause_quanta, ports_[i].rate));
   }
   uint8_t lossless = 0;
   for (int p = 0; p < kPriorities; ++p) {
@@ -113,9 +113,8 @@ void Switch::set_link(uint32_t index, bool up) {
   link_down_[index] = up ? 0 : 1;
   last_change_[index] = now();
   if (up) return;
-  PauseSender& sender = pause_senders_[index];
   for (int prio = 0; prio < kPriorities; ++prio) {
-    if (sender.pausing(prio)) sender.stop(prio);
+    if (pause_senders_.pausing(index, prio)) pause_senders_.stop(index, prio);
     port.close_pause(prio, now());
     port.queues[prio].paused_until = port.queues[prio].paused_since = now();
   }
@@ -158,14 +157,13 @@ int64_t Switch::headroom_overflows() const {
     return;
   }
   if (config_.mmu.lossless[prio]) {
-    PauseSender& sender = pause_senders_[in_port];
-    if (!sender.pausing(prio)) {
+    if (!pause_senders_.pausing(in_port, prio)) {
       if (buffer_->should_pause(static_cast<int>(in_port), prio)) {
-        pause_upstream(in_port, sender, prio);
+        pause_upstream(in_port, pause_senders_, prio);
       }
-    } else if (sender.lapsed(prio, now()) &&
+    } else if (pause_senders_.lapsed(in_port, prio, now()) &&
                buffer_->should_pause(static_cast<int>(in_port), prio)) {
-      lapse_resend(in_port, sender, prio);  // the last XOFF ran out: the peer sends again
+      lapse_resend(in_port, pause_senders_, prio);  // the last XOFF ran out: the peer sends again
     }
   }
   if (pipelined_) [[unlikely]] {
@@ -363,8 +361,8 @@ void Switch::on_arrival_checked(uint32_t in_port, Packet* p) {
 [[gnu::always_inline]] inline void Switch::release(const QueuedPacket& q, uint32_t port_index,
                                                    int group, int prio) {
   buffer_->release(q.ingress, group, static_cast<int>(port_index), prio, q.frame);
-  if (pause_senders_[q.ingress].pausing(group) && buffer_->should_resume(q.ingress, group)) {
-    resume_upstream(q.ingress, pause_senders_[q.ingress], group);
+  if (pause_senders_.pausing(q.ingress, group) && buffer_->should_resume(q.ingress, group)) {
+    resume_upstream(q.ingress, pause_senders_, group);
   }
 }
 
@@ -446,7 +444,7 @@ void Switch::on_timer(const Event& e) {
       pause_expired(index, static_cast<int>(e.data));
       break;
     case kPauseRefresh:
-      refresh_pauses(index, pause_senders_[index], [&](int prio) {
+      refresh_pauses(index, pause_senders_, [&](int prio) {
         return buffer_->should_resume(static_cast<int>(index), prio);
       });
       break;

@@ -134,7 +134,7 @@ class Switch final : public NetworkNode {
   SwitchConfig config_;
   std::unique_ptr<SharedBuffer> buffer_;
   // PFC each ingress port sends upstream as its priority groups cross XOFF and XON.
-  std::vector<PauseSender> pause_senders_;
+  PauseSenders pause_senders_;
   std::vector<QueueSample> samples_;
   std::vector<BufferSample> buffer_samples_;
   // (order of the sampling event, sizes of the two sample lists before it), for undoing.

@@ -348,9 +348,9 @@ void HostNic::set_link(bool up) {
     pump();
     return;
   }
-  PauseSender& sender = rx_buffer_.pause_sender();
+  PauseSenders& sender = rx_buffer_.pause_sender();
   for (int prio = 0; prio < kPriorities; ++prio) {
-    if (sender.pausing(prio)) sender.stop(prio);
+    if (sender.pausing(0, prio)) sender.stop(0, prio);
     port.close_pause(prio, now());
     port.queues[prio].paused_until = port.queues[prio].paused_since = now();
     while (!port.queues[prio].empty()) {
@@ -380,9 +380,10 @@ void HostNic::begin() {
     rx_stall_end_ = config_.rx_stall_end;
     if (drain.bps == 0) drain = rate;  // the buffer must hold what the stall keeps
   }
-  rx_buffer_ = ReceiveBuffer(
-      drain, config_.rx_xoff, config_.rx_xon, config_.pfc, config_.lossless,
-      PauseSender(config_.pause_quanta, refresh, pfc::pause_duration(config_.pause_quanta, rate)));
+  PauseSenders sender;
+  sender.add(config_.pause_quanta, refresh, pfc::pause_duration(config_.pause_quanta, rate));
+  rx_buffer_ = ReceiveBuffer(drain, config_.rx_xoff, config_.rx_xon, config_.pfc, config_.lossless,
+                             std::move(sender));
   uint8_t lossless = 0;
   for (int p = 0; p < kPriorities; ++p) {
     if (config_.pfc && config_.lossless[p]) lossless |= static_cast<uint8_t>(1u << p);

@@ -16,9 +16,9 @@ class ReceiveBuffer {
  public:
   ReceiveBuffer() = default;
   // `drain_rate` 0: drains at line rate, never buffers. `pfc`: PFC on for the `lossless`
-  // priorities, sent by `pause_sender`.
+  // priorities, sent by `pause_sender`, whose port 0 is the NIC's.
   ReceiveBuffer(BitsPerSec drain_rate, int64_t xoff, int64_t xon, bool pfc,
-                const std::array<bool, 8>& lossless, PauseSender pause_sender);
+                const std::array<bool, 8>& lossless, PauseSenders pause_sender);
 
   bool enabled() const { return drain_rate_.bps > 0; }
   bool empty() const { return fifo_.empty(); }
@@ -32,18 +32,18 @@ class ReceiveBuffer {
   // PFC: whether `priority` is to be paused upstream now (the buffer reached rx_xoff) or
   // resumed (it is down to rx_xon), and the sender of the pause frames.
   bool should_pause(int priority) const {
-    return pfc_ && lossless_[priority] && !pause_sender_.pausing(priority) &&
+    return pfc_ && lossless_[priority] && !pause_sender_.pausing(0, priority) &&
            fifo_.bytes() >= xoff_;
   }
   // Pausing, still at rx_xoff or more, and the last XOFF has run out at the peer.
   bool lapsed(int priority, Time now) const {
-    return pause_sender_.pausing(priority) && fifo_.bytes() >= xoff_ &&
-           pause_sender_.lapsed(priority, now);
+    return pause_sender_.pausing(0, priority) && fifo_.bytes() >= xoff_ &&
+           pause_sender_.lapsed(0, priority, now);
   }
   bool should_resume(int priority) const {
-    return pause_sender_.pausing(priority) && fifo_.bytes() <= xon_;
+    return pause_sender_.pausing(0, priority) && fifo_.bytes() <= xon_;
   }
-  PauseSender& pause_sender() { return pause_sender_; }
+  PauseSenders& pause_sender() { return pause_sender_; }
 
  private:
   BitsPerSec drain_rate_{};
@@ -52,7 +52,7 @@ class ReceiveBuffer {
   bool pfc_ = false;
   std::array<bool, 8> lossless_{};
   PacketFifo fifo_;
-  PauseSender pause_sender_;
+  PauseSenders pause_sender_;
 };
 
 }  // namespace fabtwin
