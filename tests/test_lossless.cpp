@@ -7,6 +7,7 @@
 #include "models/net/ecn_marking.h"
 #include "models/net/egress_port.h"
 #include "models/net/pfc.h"
+#include "models/net/priority_flow_control.h"
 #include "models/net/shared_buffer.h"
 #include "sim/rng.h"
 #include "test_support.h"
@@ -181,6 +182,42 @@ TEST_CASE("an egress port marks above Kmin only where ECN is on, and serves PFC 
   port.queue_pause(3, 0xFFFF);
   port.drop_pauses();
   CHECK_FALSE(port.pause_waiting());
+}
+
+TEST_CASE("each port's PFC sender pauses, lapses and refreshes on its own", "[pfc]") {
+  PauseSenders senders;
+  senders.add(0xFFFF, Time{100'000}, Time{335'539'200});
+  senders.add(1'000, Time{2'000'000}, Time{1'000'000});
+  REQUIRE(senders.size() == 2);
+  EgressPort p0, p1;
+
+  senders.start(1, p1, 3);
+  CHECK(senders.pausing(1, 3));
+  CHECK_FALSE(senders.pausing(0, 3));  // port 0 is untouched
+  CHECK_FALSE(senders.pausing(1, 2));
+  CHECK(p1.counters[3].xoff_transitions == 1);
+  CHECK(p0.counters[3].xoff_transitions == 0);
+  // The first XOFF starts port 1's refresh timer; the next waits for it to fire.
+  CHECK(senders.send(1, p1, 3, true, Time{0}));
+  CHECK_FALSE(senders.send(1, p1, 3, true, Time{500'000}));
+  CHECK(p1.take_pause() == std::pair<uint8_t, uint16_t>{3, 1'000});
+  CHECK(p1.counters[3].pause_sent == 2);
+  // The last XOFF, sent at 0.5 us, runs out at the peer 1 us later.
+  CHECK_FALSE(senders.lapsed(1, 3, Time{1'499'999}));
+  CHECK(senders.lapsed(1, 3, Time{1'500'000}));
+  CHECK(senders.refresh_interval(1).ps == 2'000'000);
+  // Port 0's timer is its own.
+  senders.start(0, p0, 3);
+  CHECK(senders.send(0, p0, 3, true, Time{0}));
+  senders.refresh_fired(1);
+  CHECK(senders.send(1, p1, 3, true, Time{2'000'000}));
+  CHECK_FALSE(senders.send(0, p0, 3, true, Time{2'000'000}));
+  // XON: the bit clears and the frame carries no quanta; no timer starts.
+  senders.stop(1, 3);
+  CHECK_FALSE(senders.pausing(1, 3));
+  CHECK(senders.pausing(0, 3));
+  CHECK_FALSE(senders.send(1, p1, 3, false, Time{2'100'000}));
+  CHECK(p1.counters[3].xon_sent == 1);
 }
 
 namespace {
