@@ -81,6 +81,9 @@ class SharedBuffer {
   const PriorityGroup& group(int port, int pg) const {
     return groups_[static_cast<size_t>(port) * kPriorityGroups + pg];
   }
+  int64_t& egress(int port, int queue) {
+    return egress_[static_cast<size_t>(port) * kPriorityGroups + queue];
+  }
   int64_t shared_part(int64_t bytes) const {
     return bytes > config_.reserve ? bytes - config_.reserve : 0;
   }
@@ -130,15 +133,13 @@ inline Admission SharedBuffer::admit(int in_port, int pg, int out_port, int queu
   } else {
     const auto limit = static_cast<int64_t>(
         (static_cast<__int128>(shared_pool_ - shared_used_) * egress_alpha_fixed_) >> 16);
-    if (extra_shared > 0 &&
-        (!fits_pool || egress_[static_cast<size_t>(out_port) * kPriorityGroups + queue] >= limit)) {
+    if (extra_shared > 0 && (!fits_pool || egress(out_port, queue) >= limit)) {
       return Admission::EgressLimit;
     }
     g.bytes += bytes;
     shared_used_ += extra_shared;
   }
-  if (counted_queues_ >> queue & 1)
-    egress_[static_cast<size_t>(out_port) * kPriorityGroups + queue] += bytes;
+  if (counted_queues_ >> queue & 1) egress(out_port, queue) += bytes;
   used_ += bytes;
   max_used_ = std::max(max_used_, used_);
   return Admission::Admitted;
@@ -151,8 +152,7 @@ inline void SharedBuffer::release(int in_port, int pg, int out_port, int queue, 
   const int64_t rest = bytes - from_headroom;
   shared_used_ -= shared_part(g.bytes) - shared_part(g.bytes - rest);
   g.bytes -= rest;
-  if (counted_queues_ >> queue & 1)
-    egress_[static_cast<size_t>(out_port) * kPriorityGroups + queue] -= bytes;
+  if (counted_queues_ >> queue & 1) egress(out_port, queue) -= bytes;
   used_ -= bytes;
 }
 
