@@ -176,11 +176,13 @@ TEST_CASE("route store: a k=32 fat-tree's routes take memory bounded by its stru
   // Every switch has k ports. Its destinations fall in at most k + 2 runs (an edge switch: its
   // k/2 hosts one by one and the rest of the fabric before and after them, all sent up; an
   // aggregation switch: its pod's k/2 racks and the rest; a core: the k pods), at most k + 1
-  // distinct entries, each of at most k/2 ports. A run costs 8 bytes, an entry 8 (its span) +
-  // 4 (distance) + 2 per port. Hosts: 8 bytes each for the switch they hang off.
+  // distinct entries, each of at most k/2 ports. A run costs 16 bytes (its first host and entry
+  // in the map, its first host and ports' start in the lookup), an entry 8 (its span) + 4
+  // (distance) + 2 per port and 2 for their count. Hosts: 8 bytes each for the switch they hang
+  // off.
   const int64_t switches = static_cast<int64_t>(t.nodes.size()) - t.hosts;
-  const int64_t per_switch =
-      static_cast<int64_t>(sizeof(ForwardingTable)) + 8 * (k + 2) + (k + 1) * (8 + 4 + 2 * (k / 2));
+  const int64_t per_switch = static_cast<int64_t>(sizeof(ForwardingTable)) + 16 * (k + 2) +
+                             (k + 1) * (8 + 4 + 2 + 2 * (k / 2));
   const int64_t bound = switches * per_switch + static_cast<int64_t>(t.hosts) * 8 + 64;
   CHECK(static_cast<int64_t>(rt.memory_bytes()) <= bound);
   // The tables it replaced: 4 bytes of distance per (node, host) alone.

@@ -30,9 +30,9 @@ uint32_t HostEntryMap::entry_until(int host, int hosts, int& end) const {
     end = host + 1;
     return direct[static_cast<size_t>(host)];
   }
-  const auto it = std::upper_bound(run_first.begin(), run_first.end(), static_cast<uint32_t>(host));
-  end = it == run_first.end() ? hosts : static_cast<int>(*it);
-  return run_entry[static_cast<size_t>(it - run_first.begin()) - 1];
+  const size_t run = run_of(run_first.data(), run_first.size(), host);
+  end = run + 1 == run_first.size() ? hosts : static_cast<int>(run_first[run + 1]);
+  return run_entry[run];
 }
 
 size_t HostEntryMap::memory_bytes() const {
@@ -59,9 +59,9 @@ bool ForwardingTable::has_missing_route() const {
 }
 
 size_t ForwardingTable::memory_bytes() const {
-  size_t bytes = sizeof(uint16_t) * ports_.size() +
-                 sizeof(Span) * (entries_.size() + direct_spans_.size()) +
-                 sizeof(int) * distance_.size() + map_.memory_bytes() + rewrites.size();
+  size_t bytes = sizeof(uint16_t) * ports_.size() + sizeof(uint32_t) * lookup_.size() +
+                 sizeof(Span) * entries_.size() + sizeof(int) * distance_.size() +
+                 map_.memory_bytes() + rewrites.size();
   for (const HostEntryMap& m : priority_maps_) bytes += m.memory_bytes() + sizeof(HostEntryMap);
   return bytes;
 }
@@ -120,6 +120,7 @@ uint32_t ForwardingTableBuilder::entry(std::span<const uint16_t> ports, int dist
       return e;
   }
   const auto e = static_cast<uint32_t>(table_.entries_.size());
+  table_.ports_.push_back(static_cast<uint16_t>(ports.size()));
   table_.entries_.push_back(
       {static_cast<uint32_t>(table_.ports_.size()), static_cast<uint32_t>(ports.size())});
   table_.ports_.insert(table_.ports_.end(), ports.begin(), ports.end());
@@ -148,10 +149,11 @@ ForwardingTable ForwardingTableBuilder::finish(const Runs& runs,
                                                std::vector<uint8_t> rewrites) {
   ForwardingTable t = std::move(table_);
   t.map_ = HostEntryMap::of(runs, t.hosts_, by_runs);
-  t.direct_ = !t.map_.direct.empty();
-  if (t.direct_) {
-    t.direct_spans_.reserve(t.map_.direct.size());
-    for (const uint32_t e : t.map_.direct) t.direct_spans_.push_back(t.entries_[e]);
+  const HostEntryMap& m = t.map_;
+  t.lookup_runs_ = m.run_first.size();
+  t.lookup_ = m.direct.empty() ? m.run_first : std::vector<uint32_t>{};
+  for (const uint32_t e : m.direct.empty() ? m.run_entry : m.direct) {
+    t.lookup_.push_back(t.entries_[e].begin);
   }
   for (const Runs& r : per_priority)
     t.priority_maps_.push_back(HostEntryMap::of(r, t.hosts_, by_runs));

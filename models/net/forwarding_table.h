@@ -32,16 +32,19 @@ struct HostEntryMap {
 
   uint32_t entry(int host) const {
     if (!direct.empty()) return direct[static_cast<size_t>(host)];
-    // The last run starting at or before `host` (branch-free halving).
-    const uint32_t* first = run_first.data();
+    return run_entry[run_of(run_first.data(), run_first.size(), host)];
+  }
+  // The last of `n` runs (their first hosts ascending from 0) that starts at or before `host`,
+  // by branch-free halving.
+  static size_t run_of(const uint32_t* first, size_t n, int host) {
     const auto h = static_cast<uint32_t>(host);
-    size_t lo = 0, n = run_first.size();
+    size_t lo = 0;
     while (n > 1) {
       const size_t half = n / 2;
       lo = first[lo + half] <= h ? lo + half : lo;
       n -= half;
     }
-    return run_entry[lo];
+    return lo;
   }
   // The entry of `host` and the first host after it that may have another (its run's end;
   // `hosts` for the last run).
@@ -72,9 +75,12 @@ class ForwardingTable {
 
   // The priority-blind entry (what every priority uses unless a static route names one).
   std::span<const uint16_t> next_hops(int dst_host) const {
-    const Span s =
-        direct_ ? direct_spans_[static_cast<size_t>(dst_host)] : entries_[map_.entry(dst_host)];
-    return {ports_.data() + s.begin, s.count};
+    const uint32_t* lookup = lookup_.data();
+    const size_t at = lookup_runs_ == 0
+                          ? static_cast<size_t>(dst_host)
+                          : lookup_runs_ + HostEntryMap::run_of(lookup, lookup_runs_, dst_host);
+    const uint16_t* ports = ports_.data() + lookup[at];
+    return {ports, ports[-1]};
   }
   // The egress ports toward `dst_host` of a frame of `priority`; empty: no route.
   std::span<const uint16_t> next_hops(int dst_host, int priority) const {
@@ -121,15 +127,21 @@ class ForwardingTable {
     return {ports_.data() + s.begin, s.count};
   }
 
-  int hosts_ = 0;
+  // What a packet's lookup reads comes first, on one cache line of the switch that holds the
+  // table: a fabric of hundreds of switches does not keep them all cached between a switch's
+  // packets, and each line more is a miss more.
+  //
+  // The priority-blind map again, as where each destination's ports start in ports_: one word
+  // per host, or (lookup_runs_ > 0) the runs' first hosts followed by their ports' starts. A
+  // lookup reads a line or two of it and one of ports_, not the map's runs and entries too.
+  std::vector<uint32_t> lookup_;
+  size_t lookup_runs_ = 0;
+  // Every entry's ports, each list after its count (so a lookup needs nothing else).
   std::vector<uint16_t> ports_;
+  int hosts_ = 0;
   std::vector<Span> entries_;
   std::vector<int> distance_;  // [entry]
   HostEntryMap map_;
-  // Where map_ holds an entry per host, each host's ports too: the per-packet lookup is then
-  // one load, as fast as a table of every host.
-  bool direct_ = false;
-  std::vector<Span> direct_spans_;
   // Per-priority maps, only at a switch where a static route names a priority (kPriorities of
   // them, into the same entries). Empty everywhere else: the common case stays one lookup.
   std::vector<HostEntryMap> priority_maps_;
