@@ -116,10 +116,6 @@ class ForwardingTable {
   // entries) and the same rewrites; distances and the way entries are stored do not count.
   bool operator==(const ForwardingTable& other) const;
 
-  // Tagger-style priority rewrite: entry in_port * kPriorities + priority is the priority a
-  // frame that arrived on that port with that priority leaves on. Empty: identity everywhere.
-  std::vector<uint8_t> rewrites;
-
  private:
   friend class ForwardingTableBuilder;
   std::span<const uint16_t> span(uint32_t entry) const {
@@ -145,6 +141,12 @@ class ForwardingTable {
   // Per-priority maps, only at a switch where a static route names a priority (kPriorities of
   // them, into the same entries). Empty everywhere else: the common case stays one lookup.
   std::vector<HostEntryMap> priority_maps_;
+
+ public:
+  // Tagger-style priority rewrite: entry in_port * kPriorities + priority is the priority a
+  // frame that arrived on that port with that priority leaves on. Empty: identity everywhere.
+  // (Declared last: the lookup leads the object.)
+  std::vector<uint8_t> rewrites;
 };
 
 // Builds one switch's table: entries are added (and shared when equal), then every host is

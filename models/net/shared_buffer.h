@@ -16,14 +16,14 @@ namespace fabtwin {
 inline constexpr int kPriorityGroups = 8;
 
 struct MmuConfig {
-  int64_t buffer = 0;         // total packet buffer, bytes
+  std::array<bool, kPriorityGroups> lossless{};  // first: a switch reads it for every frame
+  int64_t buffer = 0;                            // total packet buffer, bytes
   int64_t reserve = 0;        // guaranteed minimum per (ingress port, priority group), bytes
   bool dynamic = true;        // dynamic threshold; false: static XOFF threshold
   double alpha = 1.0;         // dynamic threshold factor for ingress priority groups
   int64_t static_xoff = 0;    // static threshold on a group's shared bytes
   int64_t xon_offset = 0;     // XON when shared bytes fall this far below the threshold
   double egress_alpha = 1.0;  // dynamic threshold factor for lossy egress queues
-  std::array<bool, kPriorityGroups> lossless{};
 
   bool operator==(const MmuConfig&) const = default;
 };
@@ -34,7 +34,7 @@ enum class Admission : uint8_t {
   EgressLimit,       // lossy: the egress queue is at its dynamic threshold
 };
 
-class SharedBuffer {
+class alignas(64) SharedBuffer {
  public:
   // `headroom[port]` is the headroom of each lossless priority group of that ingress port.
   // `groups_change_queue`: a frame may leave in a queue other than its priority group (the
@@ -88,22 +88,25 @@ class SharedBuffer {
     return bytes > config_.reserve ? bytes - config_.reserve : 0;
   }
 
-  MmuConfig config_;
-  std::vector<int64_t> headroom_;
+  // What every frame reads is on the object's first two cache lines: the groups and the pool's
+  // state, then the configuration (a switch's lines are not kept cached between its frames in a
+  // large fabric).
   std::vector<PriorityGroup> groups_;
-  // Bytes per (egress port, queue), read only to admit lossy groups' frames, so kept only for
-  // the queues those may enter (bit q of counted_queues_): lossless traffic in a switch that
-  // keeps priorities touches no egress counter.
-  std::vector<int64_t> egress_;
-  uint8_t counted_queues_ = 0;
-  // Threshold factors in 16.16 fixed point, so a threshold is an integer multiply and shift.
-  int64_t alpha_fixed_ = 0;
-  int64_t egress_alpha_fixed_ = 0;
-  int64_t set_aside_ = 0;
   int64_t shared_pool_ = 0;
   int64_t shared_used_ = 0;
   int64_t used_ = 0;
   int64_t max_used_ = 0;
+  // Threshold factors in 16.16 fixed point, so a threshold is an integer multiply and shift.
+  int64_t alpha_fixed_ = 0;
+  MmuConfig config_;
+  // Bytes per (egress port, queue), read only to admit lossy groups' frames, so kept only for
+  // the queues those may enter (bit q of counted_queues_): lossless traffic in a switch that
+  // keeps priorities touches no egress counter.
+  uint8_t counted_queues_ = 0;
+  std::vector<int64_t> egress_;
+  int64_t egress_alpha_fixed_ = 0;
+  std::vector<int64_t> headroom_;
+  int64_t set_aside_ = 0;
 };
 
 // The per-frame operations are inline: they run twice for every frame a switch forwards.

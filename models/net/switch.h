@@ -114,27 +114,33 @@ class Switch final : public NetworkNode {
   bool lost_in_flight(uint32_t port, Packet* p);
   void set_link(uint32_t port, bool up);
 
-  ForwardingTable forwarding_;
-  bool checked_ = false;  // frames take on_arrival_checked()
+  // What a frame reads of the switch comes first, on four cache lines (with the component's
+  // first two: fingerprint, sequence and ports): a fabric of hundreds of switches does not keep
+  // them all cached between one switch's frames, and each line more is a miss more
+  // (docs/performance.md, "A switch's lines"). First the flags, the buffer and the pausing bits:
+  alignas(64) bool checked_ = false;  // frames take on_arrival_checked()
   // Cut-through or a port-to-port latency: admitted frames take enter_pipeline().
   bool pipelined_ = false;
-  std::vector<PipelineSlot> pipeline_;  // slots of frames in the pipeline, reused
-  std::vector<uint32_t> free_slots_;
   bool rewrites_ = false;  // some table rewrites priorities: queues' ingress groups differ
-  int ttl_floor_ = -1;     // 255 - routing.ttl where the TTL can run out (never otherwise)
   // Link failures: only a switch with link changes scheduled checks link state per frame.
   bool links_change_ = false;
+  uint32_t ecmp_salt_;
+  std::unique_ptr<SharedBuffer> buffer_;
+  // PFC each ingress port sends upstream as its priority groups cross XOFF and XON.
+  PauseSenders pause_senders_;
+  // Then the forwarding lookup (the table's first line), and the configuration's DSCP map,
+  // flags, scheduler and lossless groups (its first two lines).
+  alignas(64) ForwardingTable forwarding_;
+  alignas(64) SwitchConfig config_;
+  std::vector<PipelineSlot> pipeline_;  // slots of frames in the pipeline, reused
+  std::vector<uint32_t> free_slots_;
+  int ttl_floor_ = -1;              // 255 - routing.ttl where the TTL can run out (never otherwise)
   std::vector<uint8_t> link_down_;  // [port]: 1 while its link is down
   std::vector<Time> last_change_;   // [port]: when its link last went down or up
   std::vector<std::tuple<Time, uint32_t, bool>> link_changes_;  // (time, port, up)
   std::vector<std::pair<Time, ForwardingTable>> route_updates_;
   std::array<uint8_t, kPriorities> priority_dscp_{};  // the lowest DSCP mapped to each priority
-  uint32_t ecmp_salt_;
-  std::unique_ptr<AdaptiveRouter> router_;  // null: ECMP for every priority
-  SwitchConfig config_;
-  std::unique_ptr<SharedBuffer> buffer_;
-  // PFC each ingress port sends upstream as its priority groups cross XOFF and XON.
-  PauseSenders pause_senders_;
+  std::unique_ptr<AdaptiveRouter> router_;            // null: ECMP for every priority
   std::vector<QueueSample> samples_;
   std::vector<BufferSample> buffer_samples_;
   // (order of the sampling event, sizes of the two sample lists before it), for undoing.

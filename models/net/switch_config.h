@@ -17,30 +17,31 @@ namespace fabtwin {
 // Every field is set by read_switch_config from the declared parameters (their defaults are
 // declared once, there); a default-constructed SwitchConfig is all zero.
 struct SwitchConfig {
+  // What every frame reads first, on the struct's first two cache lines (a switch keeps its
+  // configuration on lines of its own: see Switch).
+  std::array<uint8_t, 64> dscp_to_priority;
+  bool pfc;
+  bool ecn;
+  bool mark_at_enqueue;
   // Forwarding: a frame may leave `port_to_port_latency` after its last bit arrived (store and
   // forward) or, with cut_through, after its first bits arrived when its egress is idle and
   // not faster than its ingress (docs/lossless-ethernet.md).
   bool cut_through;
+  SchedulerConfig scheduler;
+  MmuConfig mmu;  // its lossless groups first
   Time port_to_port_latency;
 
-  MmuConfig mmu;
   bool auto_headroom;    // mlx5 rule per port; else `headroom`
   int64_t headroom;      // bytes per lossless group and ingress port
   int64_t headroom_mtu;  // frame bytes the automatic headroom allows for (fabric.link.mtu)
 
-  bool pfc;
   int pause_quanta;   // quanta an XOFF frame asks for
   bool auto_refresh;  // refresh an XOFF after half its pause time
   Time pause_refresh;
   PfcWatchdogConfig watchdog;  // fabric.pfc.watchdog, on switches and NICs
 
-  bool ecn;
-  bool mark_at_enqueue;
   RedMarking red;                             // default marking
   std::map<int64_t, RedMarking> red_by_rate;  // link rate (bps) -> marking at ports of that rate
-
-  std::array<uint8_t, 64> dscp_to_priority;
-  SchedulerConfig scheduler;
 
   Time queue_sample_interval;  // output.queue_sample_interval; 0 = no queue-depth samples
 
