@@ -23,12 +23,12 @@ struct SwitchConfig {
   bool pfc;
   bool ecn;
   bool mark_at_enqueue;
+  bool cut_through;  // see port_to_port_latency
+  SchedulerConfig scheduler;
+  MmuConfig mmu;  // its lossless groups first
   // Forwarding: a frame may leave `port_to_port_latency` after its last bit arrived (store and
   // forward) or, with cut_through, after its first bits arrived when its egress is idle and
   // not faster than its ingress (docs/lossless-ethernet.md).
-  bool cut_through;
-  SchedulerConfig scheduler;
-  MmuConfig mmu;  // its lossless groups first
   Time port_to_port_latency;
 
   bool auto_headroom;    // mlx5 rule per port; else `headroom`
