@@ -1,27 +1,28 @@
 #include "models/net/packet.h"
 
-#include <sys/mman.h>
-
 #include <cstdlib>
 #include <new>
+
+#include "sim/huge_pages.h"
 
 namespace fabtwin {
 
 void PacketPool::FreeBlock::operator()(Packet* block) const {
-  std::free(block);
+  if (huge_bytes > 0) {
+    unmap_huge_pages(block, huge_bytes);
+  } else {
+    std::free(block);
+  }
 }
 
 void PacketPool::grow() {
   const bool huge = !blocks_.empty();
-  const size_t count = huge ? kHugePage / sizeof(Packet) : kFirstBlock;
+  const size_t count = huge ? kHugePageBytes / sizeof(Packet) : kFirstBlock;
   const size_t bytes = count * sizeof(Packet);
-  void* memory = std::aligned_alloc(huge ? kHugePage : alignof(Packet), bytes);
+  void* memory = huge ? map_huge_pages(bytes) : std::aligned_alloc(alignof(Packet), bytes);
   if (memory == nullptr) throw std::bad_alloc();
-#ifdef MADV_HUGEPAGE
-  if (huge) madvise(memory, bytes, MADV_HUGEPAGE);  // a hint: without it, 4 KiB pages
-#endif
   Packet* block = std::uninitialized_value_construct_n(static_cast<Packet*>(memory), count) - count;
-  blocks_.emplace_back(block);
+  blocks_.emplace_back(block, FreeBlock{huge ? bytes : 0});
   for (size_t i = 0; i < count; ++i) {
     block[i].next_free = free_;
     free_ = &block[i];

@@ -62,11 +62,11 @@ static_assert(sizeof(Packet) == 64);
 
 // Packets are recycled through a free list; blocks are never returned until the pool dies,
 // so steady state allocates nothing per packet. Every packet sits on a cache line of its own.
-// The first block is small; every later one is a 2 MiB huge page where the kernel grants one
-// (madvise): a run that queues hundreds of thousands of packets reads them all over the pool,
-// and with 4 KiB pages nearly every such read also missed the TLB. Each partition has its own pool;
-// a packet that ends its life in another partition waits in a return box until the next window
-// boundary, when return_packets() hands it back to its home pool.
+// The first block is small; every later one is a 2 MiB huge page of its own where the kernel
+// grants one (sim/huge_pages.h): a run that queues hundreds of thousands of packets reads them all
+// over the pool, and with 4 KiB pages nearly every such read also missed the TLB. Each partition
+// has its own pool; a packet that ends its life in another partition waits in a return box until
+// the next window boundary, when return_packets() hands it back to its home pool.
 class PacketPool {
  public:
   explicit PacketPool(uint16_t index = 0, size_t pools = 1) : index_(index), returns_(pools) {}
@@ -98,12 +98,12 @@ class PacketPool {
  private:
   void grow();
   struct FreeBlock {
+    size_t huge_bytes = 0;  // 0: the block came from the heap
     void operator()(Packet* block) const;
   };
   uint16_t index_;
   std::vector<std::vector<Packet*>> returns_;  // [home pool]
   static constexpr size_t kFirstBlock = 4096;  // packets: 256 KiB
-  static constexpr size_t kHugePage = size_t{2} << 20;
   std::vector<std::unique_ptr<Packet[], FreeBlock>> blocks_;
   Packet* free_ = nullptr;
   int64_t in_use_ = 0;

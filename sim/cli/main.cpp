@@ -23,6 +23,7 @@
 #include "sim/cli/sweep.h"
 #include "sim/cli/trace.h"
 #include "sim/cli/validation.h"
+#include "sim/huge_pages.h"
 #include "sim/sweep/sweep_file.h"
 #ifdef FABTWIN_HAVE_MPI
 #include <mpi.h>
@@ -157,6 +158,8 @@ int command_run(const std::vector<std::string>& args, Transport* transport) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before anything sizeable is allocated: a fabric's state then lies in 2 MiB pages.
+  advise_heap_huge_pages(default_heap_reserve());
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
     std::cout << kUsage;
