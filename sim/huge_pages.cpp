@@ -62,9 +62,6 @@ size_t advise_heap_huge_pages(size_t reserve) {
   if (setting != nullptr && std::strcmp(setting, "0") == 0) return 0;
   if (under_valgrind()) return 0;  // its heap is a few megabytes: the growth would fail loudly
 #if defined(__GLIBC__) && defined(M_TOP_PAD) && defined(MADV_HUGEPAGE)
-  // One arena: threads that allocate while they run (queues that grow, event chunks) would
-  // otherwise take memory from arenas of their own, mapped without the advice.
-  mallopt(M_ARENA_MAX, 1);
   // No trimming (mallopt(3): -1 turns it off): the advised range stays in the heap once freed,
   // rather than being returned and grown again without the advice.
   mallopt(M_TRIM_THRESHOLD, -1);
