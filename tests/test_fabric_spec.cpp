@@ -148,6 +148,19 @@ TEST_CASE("gpu and nccl sections are accepted without collective traffic, and st
   CHECK_THAT(error_of(s), Catch::Contains("gpu.pcie_speed") && Catch::Contains("unknown key"));
 }
 
+TEST_CASE("a collective too large to plan is refused, naming its generator", "[spec]") {
+  nlohmann::json s = nlohmann::json::parse(R"({
+    "topology": {"type": "rail_optimized", "nodes": 1, "gpus_per_node": 8, "spines": 1},
+    "traffic": [{"type": "collective", "op": "all_reduce", "size": "1GiB", "algorithm": "ring"}]
+  })");
+  CHECK(error_of(s) == "(no error)");
+  // Found by the fuzzer: 3,333,330 GiB ran its plan's loops for hours.
+  s["traffic"][0]["size"] = "3333330GiB";
+  CHECK_THAT(error_of(s), Catch::Contains("traffic[0]") && Catch::Contains("NCCL steps"));
+  s["traffic"][0]["op"] = "all_to_all";
+  CHECK_THAT(error_of(s), Catch::Contains("traffic[0]") && Catch::Contains("NCCL steps"));
+}
+
 TEST_CASE("fabric.ecn keys shadowed by by_rate for every port speed are an error naming both",
           "[spec]") {
   const nlohmann::json kRate100 = {{"kmin", "400KB"}, {"kmax", "1600KB"}, {"pmax", 0.2}};

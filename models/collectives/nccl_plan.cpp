@@ -54,6 +54,20 @@ class Builder {
   }
   // The lane at `index` (null for -1); valid until the next lane() call.
   Lane* at(int index) { return index < 0 ? nullptr : &plan_.lanes[index]; }
+  // A collective too large to model (its steps would not fit a lane's counter, or its plan the
+  // memory) is refused before its loops run long.
+  static void check_steps(int64_t steps) {
+    if (steps > kMaxStepsPerLane) {
+      throw std::length_error("expected a collective of at most " +
+                              std::to_string(kMaxStepsPerLane) +
+                              " NCCL steps per rank and channel, found more");
+    }
+  }
+  // A lane's step counter, advanced.
+  static uint32_t next(uint32_t& step) {
+    check_steps(int64_t{step} + 1);
+    return step++;
+  }
   // One NCCL primitive on `bytes`, cut into `slices_per_chunk` slices as the Simple protocol's
   // generic loop cuts them (it always runs once, so an empty chunk still costs a step).
   static void primitive(Lane* l, int recv, int send, int64_t bytes, uint32_t step,
@@ -123,15 +137,15 @@ class Builder {
         };
         auto chunk_at = [&](int j) { return ((p - j) % n_ + n_) % n_; };
         if (n_ > 1) {
-          primitive(l, -1, send, bytes_of(chunk_at(1)), step++, spc, slice);
+          primitive(l, -1, send, bytes_of(chunk_at(1)), next(step), spc, slice);
           for (int j = 2; j < n_; ++j) {
-            primitive(l, recv, send, bytes_of(chunk_at(j)), step++, spc, slice);
+            primitive(l, recv, send, bytes_of(chunk_at(j)), next(step), spc, slice);
           }
-          primitive(l, recv, send, bytes_of(p), step++, spc, slice);
+          primitive(l, recv, send, bytes_of(p), next(step), spc, slice);
           for (int j = 1; j < n_ - 1; ++j) {
-            primitive(l, recv, send, bytes_of(chunk_at(j)), step++, spc, slice);
+            primitive(l, recv, send, bytes_of(chunk_at(j)), next(step), spc, slice);
           }
-          primitive(l, recv, -1, bytes_of((p + 1) % n_), step++, spc, slice);
+          primitive(l, recv, -1, bytes_of((p + 1) % n_), next(step), spc, slice);
         }
         grid += loop;
       } while (grid < size);
@@ -154,9 +168,9 @@ class Builder {
         const int64_t real = loop_chunk(chunk, part - grid, in_.channels);
         const int64_t bytes = std::clamp<int64_t>(part - grid - c * real, 0, real);
         if (n_ > 1) {
-          primitive(l, -1, send, bytes, step++, spc, slice);
-          for (int j = 2; j < n_; ++j) primitive(l, recv, send, bytes, step++, spc, slice);
-          primitive(l, recv, -1, bytes, step++, spc, slice);
+          primitive(l, -1, send, bytes, next(step), spc, slice);
+          for (int j = 2; j < n_; ++j) primitive(l, recv, send, bytes, next(step), spc, slice);
+          primitive(l, recv, -1, bytes, next(step), spc, slice);
         }
         grid += loop;
       } while (grid < part);
@@ -201,7 +215,7 @@ class Builder {
         do {
           const int64_t real = loop_chunk(chunk, size - grid, in_.channels);
           const int64_t bytes = std::clamp<int64_t>(size - grid - c * real, 0, real);
-          if (n_ > 1) primitive(l, recv, send, bytes, step++, 1, chunk);
+          if (n_ > 1) primitive(l, recv, send, bytes, next(step), 1, chunk);
           grid += loop;
         } while (grid < size);
       }
@@ -266,7 +280,7 @@ class Builder {
             b.send = to_children;
             down->units.push_back(b);
           }
-          ++step;
+          next(step);
           grid += loop;
         } while (grid < size);
       }
@@ -305,10 +319,11 @@ class Builder {
         const int send = connection(r, to, pr.channel, slots);
         const int recv = connection(from, r, pr.channel, slots);
         auto chunked = [&](int index, int peer, int rc, int sc) {
-          Lane* l = at(index);
-          if (!l) return;
           const int64_t piece =
               in_.rank_node[peer] == in_.rank_node[r] ? in_.p2p_chunk_nvlink : in_.p2p_chunk_net;
+          check_steps(div_up(pr.bytes, piece));
+          Lane* l = at(index);
+          if (!l) return;
           int64_t offset = 0;
           uint32_t step = static_cast<uint32_t>(l->units.size());
           do {
@@ -316,7 +331,7 @@ class Builder {
             u.recv[0] = rc;
             u.send[0] = sc;
             u.bytes = std::min(piece, pr.bytes - offset);
-            u.step = step++;
+            u.step = next(step);
             l->units.push_back(u);
             offset += piece;
           } while (offset < pr.bytes);

@@ -66,6 +66,11 @@ struct Plan {
   std::vector<Lane> lanes;
 };
 
+// The most NCCL steps a plan models per rank and channel: 2^24, far beyond any collective a GPU's
+// memory holds (a 1 TiB ring all-reduce on 8 ranks and 2 channels takes about 2^19). make_plan
+// throws std::length_error beyond it.
+inline constexpr int64_t kMaxStepsPerLane = int64_t{1} << 24;
+
 // Lanes only for ranks `want_rank` accepts (all when empty); the connections are always all.
 Plan make_plan(const PlanInput& input, const std::function<bool(int)>& want_rank = {});
 

@@ -1,6 +1,7 @@
 #include "models/fabric/fabric_spec.h"
 
 #include <set>
+#include <stdexcept>
 
 #include "models/cc/algorithm.h"
 #include "models/fabric/memory_estimate.h"
@@ -296,7 +297,13 @@ void resolve_connections(CollectiveSetup& setup, const Topology& topology,
   };
   for (const CollectiveOp& op : setup.ops) {
     const CollectiveSpec& spec = setup.specs[op.spec];
-    const nccl::Plan plan = nccl::make_plan(op.plan, [](int) { return false; });
+    nccl::Plan plan;
+    try {
+      plan = nccl::make_plan(op.plan, [](int) { return false; });
+    } catch (const std::length_error& e) {
+      throw ScenarioError("traffic[" + std::to_string(spec.generator) + "]",
+                          std::string(e.what()) + " (size " + format_bytes(Bytes{op.size}) + ")");
+    }
     for (const nccl::Connection& c : plan.connections) {
       const auto key = std::make_tuple(op.spec, c.src, c.dst, c.channel);
       if (setup.connection_index.count(key)) continue;
