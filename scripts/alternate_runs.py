@@ -5,7 +5,8 @@ Each run's event-loop seconds are read from its output (the engine line of `fabt
 `wall time` line of `fabtwin bench`). At the end it prints, per command, the median and the
 fastest run, the fingerprint (flagged where one command's runs disagree) and, for `fabtwin bench`,
 the largest peak memory. Against the first command it prints the median and range of the
-per-round ratios.
+per-round ratios; where a command runs another number of events than the first (another fabric
+size), also the ratio of their costs per event, per round (issue 17's item 2).
 
 usage: scripts/alternate_runs.py ROUNDS LABEL=COMMAND [LABEL=COMMAND ...]
 e.g.:  scripts/alternate_runs.py 8 'one=build/fabtwin bench --threads 1' \\
@@ -19,10 +20,12 @@ import sys
 SECONDS = (re.compile(r"events in ([0-9.]+) s wall"), re.compile(r"^wall time\s+([0-9.]+) s", re.M))
 FINGERPRINT = re.compile(r"^fingerprint\s+([0-9a-f]+)", re.M)
 PEAK_MEMORY = re.compile(r"^peak memory\s+([0-9.]+) MB", re.M)
+EVENTS = (re.compile(r"engine\s+([0-9]+) events in"), re.compile(r"^events\s+([0-9]+)$", re.M))
 
 
 def one_run(label, command):
-    """The event-loop seconds, fingerprint (or None) and peak memory in MB (or None) of one run."""
+    """The event-loop seconds, fingerprint (or None), peak memory in MB (or None) and events (or
+    None) of one run."""
     run = subprocess.run(command, shell=True, capture_output=True, text=True)
     if run.returncode != 0:
         sys.exit(f"{label}: `{command}` exited with {run.returncode}:\n{run.stderr}")
@@ -31,8 +34,9 @@ def one_run(label, command):
         sys.exit(f"{label}: no event-loop time in the output of `{command}`")
     fingerprint = FINGERPRINT.search(run.stdout)
     memory = PEAK_MEMORY.search(run.stdout)
+    events = next((int(m.group(1)) for m in (p.search(run.stdout) for p in EVENTS) if m), None)
     return (seconds, fingerprint.group(1) if fingerprint else None,
-            float(memory.group(1)) if memory else None)
+            float(memory.group(1)) if memory else None, events)
 
 
 def main(argv):
@@ -43,10 +47,12 @@ def main(argv):
     seconds = {label: [] for label, _ in commands}
     fingerprints = {label: set() for label, _ in commands}
     memory = {label: [] for label, _ in commands}
+    events = {label: [] for label, _ in commands}
     for _ in range(rounds):
         for label, command in commands:
-            wall, fingerprint, megabytes = one_run(label, command)
+            wall, fingerprint, megabytes, count = one_run(label, command)
             seconds[label].append(wall)
+            events[label].append(count)
             if fingerprint:
                 fingerprints[label].add(fingerprint)
             if megabytes is not None:
@@ -59,6 +65,12 @@ def main(argv):
             ratios = [a / b for a, b in zip(seconds[first], seconds[label])]
             line += (f"; {first} / {label} per round: median {statistics.median(ratios):.2f}, "
                      f"range {min(ratios):.2f} - {max(ratios):.2f}")
+            counted = all(events[first]) and all(events[label])
+            if counted and events[label] != events[first]:
+                per_event = [(b / m) / (a / n) for a, b, n, m in
+                             zip(seconds[first], seconds[label], events[first], events[label])]
+                line += (f"; {label} / {first} per event: median {statistics.median(per_event):.2f}, "
+                         f"range {min(per_event):.2f} - {max(per_event):.2f}")
         if len(fingerprints[label]) == 1:
             line += f"; fingerprint {next(iter(fingerprints[label]))}"
         elif fingerprints[label]:

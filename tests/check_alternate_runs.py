@@ -1,0 +1,35 @@
+"""scripts/alternate_runs.py on stand-in runs whose times and event counts are known: the ratio
+per round, and the ratio of costs per event only where the event counts differ.
+
+usage: check_alternate_runs.py SCRIPT
+"""
+import subprocess
+import sys
+
+
+def main(script):
+    runs = {
+        "a": 'printf "events 100\\nwall time 1.000 s\\nfingerprint aa\\n"',
+        "b": 'printf "events 200\\nwall time 3.000 s\\nfingerprint bb\\n"',
+        "c": 'printf "engine      100 events in 2.000 s wall on 1 thread(s)\\n"',
+    }
+    out = subprocess.run([sys.executable, script, "2"] + [f"{k}={v}" for k, v in runs.items()],
+                         capture_output=True, text=True, check=True).stdout
+    lines = {line.split(":")[0]: line for line in out.splitlines() if ": median" in line}
+    expected = {
+        "b": ["a / b per round: median 0.33", "b / a per event: median 1.50, range 1.50 - 1.50",
+              "fingerprint bb"],
+        "c": ["a / c per round: median 0.50"],
+    }
+    failures = [f"{label}: '{text}' not in: {lines.get(label)}"
+                for label, texts in expected.items() for text in texts
+                if text not in lines.get(label, "")]
+    if "per event" in lines.get("c", ""):
+        failures.append(f"c runs as many events as a, yet: {lines['c']}")
+    if failures:
+        sys.exit("\n".join(failures))
+    print("alternate_runs: ratios per round and per event as expected")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
