@@ -58,6 +58,40 @@ std::string error_of(const std::function<void()>& f) {
   return "(no error)";
 }
 
+// What one rank of a job run in threads returned: its exit status (-1 if it threw), its error
+// and what it said.
+struct RankOutcome {
+  int status = -1;
+  std::string error;
+  std::string said;
+};
+
+// Runs a job of `ranks` ranks in threads of this process over a LocalControlGroup, each with
+// the options `options_of(rank)` gives.
+std::vector<RankOutcome> run_ranks(int ranks, const std::function<RunOptions(int)>& options_of) {
+  auto group = LocalControlGroup::create(ranks);
+  std::vector<RankOutcome> outcomes(static_cast<size_t>(ranks));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r) {
+    threads.emplace_back([&, r] {
+      RankOutcome& mine = outcomes[static_cast<size_t>(r)];
+      std::ostringstream said;
+      try {
+        const RunOptions o = options_of(r);
+        const PreparedRun run = prepare_run(o);
+        auto transport = make_transport(run);
+        mine.status = execute_run(run, *group[static_cast<size_t>(r)], *transport, o, said);
+      } catch (const std::exception& e) {
+        mine.error = e.what();
+        static_cast<LocalControlGroup&>(*group[static_cast<size_t>(r)]).abandon(e.what());
+      }
+      mine.said = said.str();
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  return outcomes;
+}
+
 }  // namespace
 
 TEST_CASE("hw section: declared defaults, auto keywords, errors at their JSON path", "[hw]") {
@@ -288,34 +322,20 @@ TEST_CASE("a whole run in threads: three ranks, the measurement file of every fl
   const fs::path hosts = write_temp("hosts3", "127.0.0.1 0-1\n127.0.0.1 2-3\n127.0.0.1 4-5\n");
   const fs::path out = temp_dir() / "hw.h5";
   fs::remove(out);
-  auto group = LocalControlGroup::create(3);
-  std::vector<int> status(3, -1);
-  std::vector<std::string> errors(3);
-  std::vector<std::ostringstream> said(3);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < 3; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        RunOptions o;
-        o.scenario = scenario_file.string();
-        o.sets = {"hw.hosts=" + hosts.string()};
-        o.rank = r;
-        o.out = out.string();
-        const PreparedRun run = prepare_run(o);
-        auto transport = make_transport(run);
-        status[r] = execute_run(run, *group[r], *transport, o, said[r]);
-      } catch (const std::exception& e) {
-        errors[r] = e.what();
-        static_cast<LocalControlGroup&>(*group[r]).abandon(e.what());
-      }
-    });
+  const auto ranks = run_ranks(3, [&](int r) {
+    RunOptions o;
+    o.scenario = scenario_file.string();
+    o.sets = {"hw.hosts=" + hosts.string()};
+    o.rank = r;
+    o.out = out.string();
+    return o;
+  });
+  for (const RankOutcome& r : ranks) {
+    CHECK(r.error.empty());
+    CHECK(r.status == 0);
   }
-  for (std::thread& t : threads) t.join();
-  CHECK(errors == std::vector<std::string>(3, ""));
-  CHECK(status == std::vector<int>{0, 0, 0});
-  const std::string summary = said[0].str();
-  CHECK_THAT(summary, Catch::Contains("11 of 11 completed"));  // 5 incast + 6 permutation
-  CHECK(said[1].str().empty());
+  CHECK_THAT(ranks[0].said, Catch::Contains("11 of 11 completed"));  // 5 incast + 6 permutation
+  CHECK(ranks[1].said.empty());
   // The file compares with itself flow by flow: every flow has an fct and a goodput.
   const Comparison c = compare_files(out.string(), out.string());
   CHECK(c.source_a == "hardware");
@@ -323,6 +343,51 @@ TEST_CASE("a whole run in threads: three ranks, the measurement file of every fl
   CHECK(c.tables[0].table == "flows");
   CHECK(c.tables[0].matched.size() == 11);
   for (const MatchedRow& row : c.tables[0].matched) CHECK(row.metrics.size() == 2);
+}
+
+// Collectives that cannot run (no GPU here, a build without NCCL, or, on a GPU host, a device
+// that is not there): the file is still written, and every rank says why and exits 1. Rank 0
+// prints its JSON to stdout (--json -), which must then hold the JSON alone.
+TEST_CASE("collectives that cannot run: every rank says why and exits 1", "[hw]") {
+  const nlohmann::json s = {
+      {"topology", {{"type", "rail_optimized"}, {"nodes", 1}, {"gpus_per_node", 2}, {"spines", 1}}},
+      {"traffic",
+       {{{"type", "collective"},
+         {"op", "all_reduce"},
+         {"min_bytes", "64KiB"},
+         {"max_bytes", "64KiB"},
+         {"iterations", 2},
+         {"warmup_iterations", 1},
+         {"ranks", 2}}}},
+      {"hw", {{"transport", "tcp"}, {"gpu", 1023}}}};
+  const fs::path scenario_file = write_temp("collective.json", s.dump());
+  const fs::path hosts = write_temp("hosts2", "127.0.0.1 0\n127.0.0.1 1\n");
+  const fs::path out = temp_dir() / "collective-not-run.h5";
+  fs::remove(out);
+  const auto ranks = run_ranks(2, [&](int r) {
+    RunOptions o;
+    o.scenario = scenario_file.string();
+    o.sets = {"hw.hosts=" + hosts.string()};
+    o.rank = r;
+    o.out = out.string();
+    if (r == 0) o.json = "-";
+    return o;
+  });
+  for (const RankOutcome& r : ranks) {
+    CHECK(r.error.empty());
+    CHECK(r.status == 1);
+  }
+  CHECK(fs::exists(out));
+  const nlohmann::json report = nlohmann::json::parse(ranks[0].said, nullptr, false);
+  REQUIRE(report.is_object());
+  bool noted = false;
+  for (const auto& p : report["tables"]["hw/properties"]) {
+    noted = noted ||
+            (p["name"] == "collectives" && p["value"].get<std::string>().starts_with("not run: "));
+  }
+  CHECK(noted);
+  CHECK_THAT(ranks[1].said,
+             Catch::StartsWith("fabtwin-hw: the scenario's collectives were not run: "));
 }
 
 TEST_CASE("a run whose ranks made different plans is refused before any traffic", "[hw]") {

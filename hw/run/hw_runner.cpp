@@ -290,6 +290,9 @@ int execute_run(const PreparedRun& run, ControlGroup& control, DataTransport& tr
   // pairs and memory until every rank's messages are done.
   control.barrier();
   transport.close();
+  // With the JSON on stdout, whatever else a rank says goes to stderr.
+  const bool json_to_stdout = options.json == "-";
+  std::ostream& note = json_to_stdout ? std::cerr : say;
   // The collective generators, through NCCL, after the flows.
   CollectiveMeasurement collectives;
   std::string collectives_note;
@@ -308,11 +311,16 @@ int execute_run(const PreparedRun& run, ControlGroup& control, DataTransport& tr
     collectives_note = "not run: this fabtwin-hw was built without CUDA and NCCL";
 #endif
   }
+  // Every rank knows the reason (they stop together) and says it: a rank started by hand on
+  // another host would otherwise end silently.
+  if (!collectives_note.empty()) {
+    note << "fabtwin-hw: the scenario's collectives were " << collectives_note << "\n";
+  }
   nlohmann::json report = {{"transport", transport_result_json(mine)}};
   report["observation"] = observer ? observer->take().to_json() : nlohmann::json();
   report["observe_error"] = observe_error;
   const auto gathered = control.gather(bytes_of(report.dump()));
-  if (!root) return 0;
+  if (!root) return collectives_note.empty() ? 0 : 1;
   std::vector<TransportResult> results;
   std::vector<Observation> observations;
   std::vector<HwProperty> notes;
@@ -342,7 +350,6 @@ int execute_run(const PreparedRun& run, ControlGroup& control, DataTransport& tr
   m.properties.insert(m.properties.end(), notes.begin(), notes.end());
   if (!collectives_note.empty()) {
     m.properties.push_back({"collectives", collectives_note.substr(0, 127)});
-    say << "fabtwin-hw: the scenario's collectives were " << collectives_note << "\n";
   }
   m.scenario_text = run.spec.scenario_text;
   m.scenario_file = run.spec.scenario_file;
@@ -367,8 +374,6 @@ int execute_run(const PreparedRun& run, ControlGroup& control, DataTransport& tr
     m.properties.push_back(
         {"rank" + std::to_string(r) + ".hosts", (address.empty() ? "" : address + " ") + hosts});
   }
-  const bool json_to_stdout = options.json == "-";
-  std::ostream& note = json_to_stdout ? std::cerr : say;
   if (!json_to_stdout) print_summary(m, say);
   if (!options.out.empty()) {
     write_measurement_hdf5(m, options.out);
