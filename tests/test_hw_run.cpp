@@ -66,9 +66,10 @@ struct RankOutcome {
   std::string said;
 };
 
-// Runs a job of `ranks` ranks in threads of this process over a LocalControlGroup, each with
-// the options `options_of(rank)` gives.
-std::vector<RankOutcome> run_ranks(int ranks, const std::function<RunOptions(int)>& options_of) {
+// Runs a job of `ranks` ranks in threads of this process over a LocalControlGroup: the
+// scenario on the hosts file's ranks, rank 0 writing `out` (and its JSON to `root_json`, if set).
+std::vector<RankOutcome> run_ranks(int ranks, const fs::path& scenario, const fs::path& hosts,
+                                   const fs::path& out, const std::string& root_json = "") {
   auto group = LocalControlGroup::create(ranks);
   std::vector<RankOutcome> outcomes(static_cast<size_t>(ranks));
   std::vector<std::thread> threads;
@@ -77,7 +78,12 @@ std::vector<RankOutcome> run_ranks(int ranks, const std::function<RunOptions(int
       RankOutcome& mine = outcomes[static_cast<size_t>(r)];
       std::ostringstream said;
       try {
-        const RunOptions o = options_of(r);
+        RunOptions o;
+        o.scenario = scenario.string();
+        o.sets = {"hw.hosts=" + hosts.string()};
+        o.rank = r;
+        o.out = out.string();
+        if (r == 0) o.json = root_json;
         const PreparedRun run = prepare_run(o);
         auto transport = make_transport(run);
         mine.status = execute_run(run, *group[static_cast<size_t>(r)], *transport, o, said);
@@ -322,14 +328,7 @@ TEST_CASE("a whole run in threads: three ranks, the measurement file of every fl
   const fs::path hosts = write_temp("hosts3", "127.0.0.1 0-1\n127.0.0.1 2-3\n127.0.0.1 4-5\n");
   const fs::path out = temp_dir() / "hw.h5";
   fs::remove(out);
-  const auto ranks = run_ranks(3, [&](int r) {
-    RunOptions o;
-    o.scenario = scenario_file.string();
-    o.sets = {"hw.hosts=" + hosts.string()};
-    o.rank = r;
-    o.out = out.string();
-    return o;
-  });
+  const auto ranks = run_ranks(3, scenario_file, hosts, out);
   for (const RankOutcome& r : ranks) {
     CHECK(r.error.empty());
     CHECK(r.status == 0);
@@ -364,15 +363,7 @@ TEST_CASE("collectives that cannot run: every rank says why and exits 1", "[hw]"
   const fs::path hosts = write_temp("hosts2", "127.0.0.1 0\n127.0.0.1 1\n");
   const fs::path out = temp_dir() / "collective-not-run.h5";
   fs::remove(out);
-  const auto ranks = run_ranks(2, [&](int r) {
-    RunOptions o;
-    o.scenario = scenario_file.string();
-    o.sets = {"hw.hosts=" + hosts.string()};
-    o.rank = r;
-    o.out = out.string();
-    if (r == 0) o.json = "-";
-    return o;
-  });
+  const auto ranks = run_ranks(2, scenario_file, hosts, out, "-");
   for (const RankOutcome& r : ranks) {
     CHECK(r.error.empty());
     CHECK(r.status == 1);
