@@ -1,9 +1,11 @@
 // Event order: one total order on (time, key), the same from the calendar queue and the heap.
+#include <algorithm>
 #include <vector>
 #include "test_support.h"
 
 #include "sim/event_queue.h"
 #include "sim/simulator.h"
+#include "sim/sorting_network.h"
 
 using namespace fabtwin;
 
@@ -61,6 +63,94 @@ TEST_CASE("the calendar queue pops exactly the heap's order", "[events]") {
     now = a.time;
     const uint64_t pushes = heap.empty() ? 3 : rng.below(3);
     for (uint64_t k = 0; k < pushes; ++k) push_random();
+  }
+}
+
+namespace {
+template <size_t N>
+void check_network_sorts_every_zero_one_input() {
+  // The 0-1 principle (Knuth, TAOCP vol. 3, 5.3.4): a network that sorts every sequence of 0s
+  // and 1s sorts every sequence.
+  for (uint32_t bits = 0; bits < (uint32_t{1} << N); ++bits) {
+    std::array<uint64_t, N> v;
+    for (size_t i = 0; i < N; ++i) v[i] = bits >> i & 1;
+    sort_by_network<N>(v);
+    REQUIRE(std::is_sorted(v.begin(), v.end()));
+  }
+}
+
+template <size_t N>
+void check_network_sorts_random_input(Rng& rng) {
+  for (int round = 0; round < 2000; ++round) {
+    std::array<uint64_t, N> v;
+    for (uint64_t& x : v) x = rng.below(4) == 0 ? UINT64_MAX : rng.below(N);  // ties, maxima
+    std::array<uint64_t, N> expected = v;
+    std::sort(expected.begin(), expected.end());
+    sort_by_network<N>(v);
+    REQUIRE(v == expected);
+  }
+}
+}  // namespace
+
+TEST_CASE("sorting networks sort every input of their size", "[events]") {
+  check_network_sorts_every_zero_one_input<2>();
+  check_network_sorts_every_zero_one_input<3>();
+  check_network_sorts_every_zero_one_input<4>();
+  check_network_sorts_every_zero_one_input<8>();
+  check_network_sorts_every_zero_one_input<12>();
+  check_network_sorts_every_zero_one_input<16>();
+  check_network_sorts_every_zero_one_input<20>();
+  Rng rng(3, 3);
+  check_network_sorts_random_input<24>(rng);
+  check_network_sorts_random_input<28>(rng);
+  check_network_sorts_random_input<32>(rng);
+  // Batcher's sizes: 19 comparators for 8 keys, 63 for 16, 191 for 32; fewer when pruned.
+  CHECK(batcher_comparator_count<8>() == 19);
+  CHECK(batcher_comparator_count<16>() == 63);
+  CHECK(batcher_comparator_count<32>() == 191);
+  CHECK(batcher_comparator_count<12>() == 42);
+}
+
+TEST_CASE("buckets of every size pop in (time, key) order", "[events]") {
+  // All events of a round fall in one 2.048 ns bucket, so each size takes another sorting path
+  // (a network up to 32 events, a full sort above). Sources repeat, so events of one source at
+  // one time are common; some reach the bucket out of their sequence order, which the queue must
+  // notice. While the bucket drains, more events are pushed into it.
+  Rng rng(5, 5);
+  EventQueue q;
+  uint64_t seq = 0;
+  int64_t base = 0;
+  for (size_t n = 1; n <= 80; ++n) {
+    for (int round = 0; round < 20; ++round) {
+      base += 1 << 20;  // a later bucket, on the wheel
+      std::vector<Event> pushed;
+      for (size_t i = 0; i < n; ++i) {
+        const auto source = static_cast<ComponentId>(rng.below(6));
+        const uint64_t s = round % 4 == 0 ? seq + rng.below(1000) : seq;  // out of order at times
+        ++seq;
+        const Event e{Time{base + static_cast<int64_t>(rng.below(4) * 500)},
+                      make_event_key(source, s * 1000 + i), 0, 0, 0};
+        pushed.push_back(e);
+        q.push(e);
+      }
+      std::vector<Event> popped;
+      while (!q.empty()) {
+        const Event e = q.pop();
+        popped.push_back(e);
+        if (popped.size() == 1 && n > 2) {  // due in the bucket being drained
+          const Event later{e.time + Time{static_cast<int64_t>(rng.below(2))},
+                            make_event_key(7, seq++ * 1000), 0, 0, 0};
+          pushed.push_back(later);
+          q.push(later);
+        }
+      }
+      std::sort(pushed.begin(), pushed.end(), EventOrder{});
+      REQUIRE(popped.size() == pushed.size());
+      for (size_t i = 0; i < popped.size(); ++i) {
+        REQUIRE(popped[i].time == pushed[i].time);
+        REQUIRE(popped[i].key == pushed[i].key);
+      }
+    }
   }
 }
 
