@@ -308,7 +308,7 @@ void Switch::on_arrival(uint32_t in_port, Packet* p) {
     return;
   }
   const int prio = config_.dscp_to_priority[p->dscp];  // trust DSCP
-  p->priority = static_cast<uint8_t>(prio);
+  set_priority(p, prio);
   const auto hops = forwarding_.next_hops(static_cast<int>(p->dst_host));
   const uint32_t out =
       hops.size() == 1 ? hops[0] : hops[ecmp_pick(p->ecmp_hash, ecmp_salt_, hops.size())];
@@ -325,7 +325,7 @@ void Switch::on_arrival_checked(uint32_t in_port, Packet* p) {
     return;
   }
   const int prio = config_.dscp_to_priority[p->dscp];
-  p->priority = static_cast<uint8_t>(prio);
+  set_priority(p, prio);
   if (--p->ttl <= ttl_floor_) {
     drop(ports_[in_port].counters[prio], &PriorityCounters::drops_ttl, p);
     return;

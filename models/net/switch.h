@@ -74,6 +74,12 @@ class Switch final : public NetworkNode {
   void watchdog_flush(uint32_t port, int priority) override;
 
  private:
+  // Written only where it changes (the NIC set it from the same DSCP map, as a rule): a packet
+  // whose line stays clean costs no write-back when the cache evicts it while it waits in a
+  // queue, and a frame crosses five switches.
+  static void set_priority(Packet* p, int prio) {
+    if (p->priority != prio) p->priority = static_cast<uint8_t>(prio);
+  }
   void start_transmission(uint32_t port);
   // RED/ECN at `port`: nothing to do (ECN off, or the queue at or below Kmin) is decided inline.
   // `ect`: whether `p` is ECN-capable, known without reading it for a frame leaving its queue.
