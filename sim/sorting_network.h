@@ -11,7 +11,7 @@
 
 namespace fabtwin {
 
-// Batcher's odd-even merge sort (Knuth, TAOCP vol. 3, 5.3.4) for n keys: the network for the
+// Batcher's odd-even merge sort (docs/references.md §13.1) for n keys: the network for the
 // next power of two without the comparators that reach past n (as if the places past n held
 // keys larger than any other, which those comparators would leave where they are). Calls
 // `f(a, b)`, a < b, for each comparator in order.
@@ -47,21 +47,25 @@ consteval auto batcher_comparators() {
   return pairs;
 }
 
+[[gnu::always_inline]] inline void compare_exchange(uint64_t& a, uint64_t& b) {
+  const uint64_t x = a;
+  const uint64_t y = b;
+  a = x < y ? x : y;
+  b = x < y ? y : x;
+}
+
+template <size_t N, size_t Size, size_t... I>
+[[gnu::always_inline]] inline void apply_batcher_comparators(std::array<uint64_t, Size>& v,
+                                                             std::index_sequence<I...>) {
+  static constexpr auto kComparators = batcher_comparators<N>();
+  (compare_exchange(v[kComparators[I].first], v[kComparators[I].second]), ...);
+}
+
 // Sorts the first N keys of `v` ascending with the network for N (at most 256), fully unrolled.
 template <size_t N, size_t Size>
 [[gnu::always_inline]] inline void sort_by_network(std::array<uint64_t, Size>& v) {
   static_assert(N > 1 && N <= 256 && N <= Size);
-  static constexpr auto kComparators = batcher_comparators<N>();
-  [&]<size_t... I>(std::index_sequence<I...>) {
-    (
-        [&] {
-          const uint64_t a = v[kComparators[I].first];
-          const uint64_t b = v[kComparators[I].second];
-          v[kComparators[I].first] = a < b ? a : b;
-          v[kComparators[I].second] = a < b ? b : a;
-        }(),
-        ...);
-  }(std::make_index_sequence<kComparators.size()>{});
+  apply_batcher_comparators<N>(v, std::make_index_sequence<batcher_comparator_count<N>()>{});
 }
 
 }  // namespace fabtwin

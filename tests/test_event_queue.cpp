@@ -69,7 +69,7 @@ TEST_CASE("the calendar queue pops exactly the heap's order", "[events]") {
 namespace {
 template <size_t N>
 void check_network_sorts_every_zero_one_input() {
-  // The 0-1 principle (Knuth, TAOCP vol. 3, 5.3.4): a network that sorts every sequence of 0s
+  // The 0-1 principle (docs/references.md §13.1): a network that sorts every sequence of 0s
   // and 1s sorts every sequence.
   for (uint32_t bits = 0; bits < (uint32_t{1} << N); ++bits) {
     std::array<uint64_t, N> v;
