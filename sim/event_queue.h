@@ -8,6 +8,7 @@
 #include <cassert>
 #include <cstdint>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "sim/event_heap.h"
@@ -211,34 +212,28 @@ class EventQueue {
     order_.assign(words.begin(), words.begin() + static_cast<std::ptrdiff_t>(N));
   }
 
+  // The network a bucket of n events is sorted with: its own for 2 and 3 events, then the
+  // next size in steps of 4 (sort_small() fills the places past n).
+  static constexpr size_t kLargestNetwork = 32;
+  static constexpr size_t network_size(size_t n) {
+    return n < 4 ? std::max<size_t>(n, 2) : (n + 3) / 4 * 4;
+  }
+  template <size_t... N>
+  static constexpr auto networks_by_size(std::index_sequence<N...>) {
+    return std::array<void (EventQueue::*)(), sizeof...(N)>{
+        &EventQueue::sort_small<network_size(N)>...};
+  }
+
   // Orders the current bucket's n events: order_ lists their indices in (time, key) order.
   void sort_current(size_t n) {
     if (n == 1) {
       order_.assign(1, 0);
       return;
     }
-    if (n <= 16) {
-      if (n == 2) {
-        sort_small<2>();
-      } else if (n <= 4) {
-        n == 3 ? sort_small<3>() : sort_small<4>();
-      } else if (n <= 8) {
-        sort_small<8>();
-      } else if (n <= 12) {
-        sort_small<12>();
-      } else {
-        sort_small<16>();
-      }
-    } else if (n <= 32) {
-      if (n <= 20) {
-        sort_small<20>();
-      } else if (n <= 24) {
-        sort_small<24>();
-      } else if (n <= 28) {
-        sort_small<28>();
-      } else {
-        sort_small<32>();
-      }
+    if (n <= kLargestNetwork) {
+      static constexpr auto kNetworks =
+          networks_by_size(std::make_index_sequence<kLargestNetwork + 1>{});
+      (this->*kNetworks[n])();
     } else {
       order_.resize(n);
       size_t at = 0;
