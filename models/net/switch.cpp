@@ -405,7 +405,16 @@ void Switch::mark_above_kmin(EgressPort& port, int priority, Packet* p, int64_t 
   EgressPort& port = ports_[port_index];
   const QueuedPacket q = port.dequeue(prio);
   port.charge(prio, q.frame);
-  if (!config_.mark_at_enqueue) maybe_mark(port, prio, q.packet, port.queues[prio].bytes(), q.ect);
+  if (!config_.mark_at_enqueue) {
+    const PacketFifo& rest = port.queues[prio];
+    maybe_mark(port, prio, q.packet, rest.bytes(), q.ect);
+    // The next frame of a queue this deep is likely marked in turn, one frame time from now.
+    // Its packet's line, long evicted while it waited, is fetched for writing now: the mark's
+    // store would otherwise miss and hold up every store behind it.
+    if (port.may_mark(rest.bytes()) && !rest.empty() && rest.front().ect) {
+      __builtin_prefetch(rest.front().packet, 1);
+    }
+  }
   release(q, port_index, group, prio);
   transmit(port_index, q.packet, q.frame, prio);
   if (port.has_backlog()) request_transmit_done(port_index);
