@@ -111,6 +111,12 @@ class EventQueue {
     const auto within = static_cast<uint64_t>(e.time.ps) & ((uint64_t{1} << kBucketBits) - 1);
     return within << (64 - kBucketBits) | (e.key >> kSequenceBits) << kIndexBits | index;
   }
+  // Indices have room for 2^26 chunks in one bucket (about 470 M events due within 2.048 ns).
+  static void require_index_room(size_t chunks) {
+    if (chunks * 8 > kIndexMask) {
+      throw std::length_error("more than 2^26 chunks of events due in one 2.048 ns bucket");
+    }
+  }
   const Event& event_at(uint64_t word) const {
     const auto index = static_cast<uint32_t>(word & kIndexMask);
     return chunks_[bucket_chunks_[index >> 3]].events[index & 7];
@@ -147,9 +153,7 @@ class EventQueue {
     // among the events still to come (compared by key: an entry's index is all that is read
     // once the bucket is sorted).
     if (bucket_chunks_.empty() || last_count_ == kChunkEvents) {
-      if ((bucket_chunks_.size() + 1) * 8 > kIndexMask) {
-        throw std::length_error("more than 2^26 chunks of events due in one 2.048 ns bucket");
-      }
+      require_index_room(bucket_chunks_.size() + 1);
       const uint32_t c = take_chunk();
       bucket_chunks_.push_back(c);
       last_count_ = 0;
@@ -277,9 +281,7 @@ class EventQueue {
       bucket_chunks_.push_back(c);
     }
     std::reverse(bucket_chunks_.begin(), bucket_chunks_.end());
-    if (bucket_chunks_.size() * 8 > kIndexMask) {
-      throw std::length_error("more than 2^26 chunks of events due in one 2.048 ns bucket");
-    }
+    require_index_room(bucket_chunks_.size());
     last_count_ = heads_[slot].count;
     const size_t n = (bucket_chunks_.size() - 1) * kChunkEvents + last_count_;
     heads_[slot] = {kNil, 0};
