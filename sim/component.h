@@ -55,7 +55,9 @@ class Component {
   // What every event reads (the runner's fingerprint, schedule()'s partition, id and sequence)
   // shares the object's first cache line with its virtual table pointer.
   Partition* partition_ = nullptr;
-  uint64_t sequence_ = 0;
+  // The key of the next event it schedules (make_event_key(id_, sequence)): one increment
+  // per event, the sequence counting up in the low bits.
+  uint64_t next_key_ = 0;
   uint64_t fingerprint_ = 0;
   ComponentId id_ = 0;
   Rng rng_;

@@ -78,7 +78,8 @@ class EventQueue {
   [[gnu::always_inline]] void push(const Event& e) {
     ++size_;
     const int64_t b = bucket_of(e);
-    if (b > current_bucket_ && b < current_bucket_ + kWheelSize) [[likely]] {
+    // current_bucket_ < b < current_bucket_ + kWheelSize, as one unsigned comparison.
+    if (static_cast<uint64_t>(b - current_bucket_ - 1) < kWheelSize - 1) [[likely]] {
       put_on_wheel(b, e);
     } else {
       push_elsewhere(b, e);

@@ -21,6 +21,7 @@ ComponentId Simulator::add(std::unique_ptr<Component> component) {
   const auto id = static_cast<ComponentId>(components_.size());
   component->partition_ = partitions_[0].get();
   component->id_ = id;
+  component->next_key_ = make_event_key(id, 0);
   component->rng_ = Rng(seed_, id);
   components_.push_back(std::move(component));
   partition_of_.push_back(0);
@@ -249,6 +250,12 @@ RunCounters Simulator::run(Time end, const Progress& progress, int threads) {
     if (!alone) ++counters.windows;
   }
   for (Partition* p : owned) take_mail(*p);  // what the last boundary posted stays pending
+  // A component's keys count up from its id's; 2^40 events from one would run into the next id.
+  for (const auto& c : components_) {
+    if (c->next_key_ >> kSequenceBits != c->id_) {
+      throw std::length_error("component " + c->name() + " scheduled 2^40 events: out of keys");
+    }
+  }
   unsigned __int128 stop = 0;
   for (const auto& p : partitions_) {
     if (owns(p->index)) stop = std::max(stop, p->last_foreground);

@@ -118,7 +118,7 @@ inline Time Component::now() const {
 
 [[gnu::always_inline]] inline void Component::schedule(Time at, ComponentId target, uint32_t kind,
                                                        uint64_t data) {
-  partition_->schedule(Event{at, make_event_key(id_, sequence_++), target, kind, data});
+  partition_->schedule(Event{at, next_key_++, target, kind, data});
 }
 
 inline void Component::hold_work() {

@@ -31,21 +31,27 @@ class NetworkNode : public Component {
   }
   const std::vector<EgressPort>& ports() const { return ports_; }
 
-  void handle(const Event& e) final {
+  void handle(const Event& e) override { dispatch(*this, e); }
+
+ protected:
+  // A node's events to its handlers. A final node class (Switch, HostNic) overrides handle() to
+  // call this with itself, so that its handlers are called directly: handle() is then the only
+  // call through the vtable per event.
+  template <class Node>
+  [[gnu::always_inline]] static void dispatch(Node& node, const Event& e) {
     switch (kind_handler(e.kind)) {
       case kPacketArrival:
-        on_arrival(kind_index(e.kind), reinterpret_cast<Packet*>(e.data));
+        node.on_arrival(kind_index(e.kind), reinterpret_cast<Packet*>(e.data));
         break;
       case kTransmitDone:
-        ports_[kind_index(e.kind)].done_scheduled = false;
-        on_transmit_done(kind_index(e.kind));
+        node.ports_[kind_index(e.kind)].done_scheduled = false;
+        node.on_transmit_done(kind_index(e.kind));
         break;
       default:
-        on_timer(e);
+        node.on_timer(e);
     }
   }
 
- protected:
   virtual void on_arrival(uint32_t port, Packet* p) = 0;
   virtual void on_transmit_done(uint32_t port) = 0;
   virtual void on_timer(const Event& e) = 0;

@@ -68,6 +68,8 @@ class Switch final : public NetworkNode {
   void discard_background_after(unsigned __int128 stop) override;
 
  protected:
+  friend class NetworkNode;  // dispatch() calls the handlers below directly
+  void handle(const Event& e) override { dispatch(*this, e); }
   void on_arrival(uint32_t port, Packet* p) override;
   void on_transmit_done(uint32_t port) override;
   void on_timer(const Event& e) override;

@@ -124,6 +124,8 @@ class HostNic final : public NetworkNode {
   static NicConfig read_config(const nlohmann::json& scenario);
 
  protected:
+  friend class NetworkNode;  // dispatch() calls the handlers below directly
+  void handle(const Event& e) override { dispatch(*this, e); }
   void on_arrival(uint32_t port, Packet* p) override;
   void on_transmit_done(uint32_t port) override;
   void on_timer(const Event& e) override;
