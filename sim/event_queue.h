@@ -67,6 +67,12 @@ class EventQueue {
     return e;
   }
 
+  // The event `ahead` places after the one top() returned, if the current bucket has it (else
+  // null). A hint for prefetching only: a push into the current bucket may change it.
+  const Event* after_top(size_t ahead) const {
+    return next_ + ahead < order_.size() ? &event_at(order_[next_ + ahead]) : nullptr;
+  }
+
   // Removes the event top() returned last (no other call in between).
   void pop_top() {
     assert(next_ < order_.size());
