@@ -52,7 +52,7 @@ class Component {
 
  private:
   friend class Simulator;
-  // What every event reads (the runner's fingerprint, schedule()'s partition, id and sequence)
+  // What every event reads (the runner's fingerprint, schedule()'s partition and next key)
   // shares the object's first cache line with its virtual table pointer.
   Partition* partition_ = nullptr;
   // The key of the next event it schedules (make_event_key(id_, sequence)): one increment
