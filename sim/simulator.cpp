@@ -262,10 +262,12 @@ RunCounters Simulator::run(Time end, const Progress& progress, int threads) {
     if (!alone) ++counters.windows;
   }
   for (Partition* p : owned) take_mail(*p);  // what the last boundary posted stays pending
-  // A component's keys count up from its id's; 2^40 events from one would run into the next id.
+  // A component's keys count up from its id's; more than 2^40 events from one would run into
+  // the next id's.
   for (const auto& c : components_) {
-    if (c->next_key_ >> kSequenceBits != c->id_) {
-      throw std::length_error("component " + c->name() + " scheduled 2^40 events: out of keys");
+    if (c->next_key_ - make_event_key(c->id_, 0) > kSequenceMask + 1) {
+      throw std::length_error("component " + c->name() +
+                              " scheduled more than 2^40 events: out of keys");
     }
   }
   unsigned __int128 stop = 0;
