@@ -2,7 +2,10 @@
 // clock, and mailboxes for the events they send to other partitions.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "sim/event_queue.h"
@@ -37,7 +40,40 @@ struct Partition {
     queue.push(e);
   }
 
+  // Bursts (Simulator::set_burst_window): while one component's events of a window run, the
+  // events it schedules for itself before the window's end join them here (a min-heap).
+  Time burst_limit{INT64_MIN};
+  ComponentId burst_target = 0;
+  std::vector<Event> burst;
+  // The window's events in (time, key) order, then grouped by component; per group its
+  // component, first place and count; each component's group in this window (or none).
+  std::vector<Event> staged;
+  std::vector<Event> grouped;
+  struct Group {
+    ComponentId component;
+    uint32_t begin;
+    uint32_t count;
+  };
+  std::vector<Group> groups;
+  std::vector<uint32_t> group_of;
+
+  static bool later(const Event& a, const Event& b) { return comes_before(b, a); }
+  [[gnu::noinline]] void add_to_burst(const Event& e) {
+    if (e.target != burst_target) {
+      throw std::logic_error("an event for component " + std::to_string(e.target) +
+                             " scheduled within the burst window of component " +
+                             std::to_string(burst_target));
+    }
+    if (kind_handler(e.kind) < 0x80) ++foreground;
+    burst.push_back(e);
+    std::push_heap(burst.begin(), burst.end(), later);
+  }
+
   [[gnu::always_inline]] void schedule(const Event& e) {
+    if (e.time < burst_limit) {
+      add_to_burst(e);
+      return;
+    }
     if (alone) {
       push_local(e);
       return;

@@ -105,6 +105,89 @@ void Simulator::take_mail(Partition& p) {
 }
 
 template <bool Alone>
+[[gnu::always_inline]] inline void Simulator::account(Partition& p, Component& c, const Event& e) {
+  p.now = e.time;
+  if (kind_handler(e.kind) < kBackgroundHandler) {
+    --p.foreground;
+    if (!Alone) p.last_foreground = std::max(p.last_foreground, order_of(e));
+    // Rolling hash of (time, key, kind): one multiply per event, order sensitive (a
+    // polynomial hash with an odd multiplier); good enough to tell two histories apart.
+    c.fingerprint_ =
+        ((c.fingerprint_ ^ static_cast<uint64_t>(e.time.ps)) * 0xFF51AFD7ED558CCDULL + e.key) ^
+        (static_cast<uint64_t>(e.kind & ~kPrefetchPayload) << 40);
+  } else if (!Alone) {
+    p.window_background.emplace_back(order_of(e), &c);
+  }
+}
+
+void Simulator::run_bursts(Partition& p, Time limit) {
+  p.window_background.clear();
+  p.staged.clear();
+  while (!p.queue.empty() && p.queue.top().time < limit) {
+    p.staged.push_back(p.queue.top());
+    p.queue.pop_top();
+  }
+  if (p.group_of.size() < components_.size()) p.group_of.resize(components_.size(), UINT32_MAX);
+  p.groups.clear();
+  for (const Event& e : p.staged) {
+    uint32_t& g = p.group_of[e.target];
+    if (g == UINT32_MAX) {
+      g = static_cast<uint32_t>(p.groups.size());
+      p.groups.push_back({e.target, 0, 0});
+    }
+    ++p.groups[g].count;
+  }
+  uint32_t at = 0;
+  for (Partition::Group& g : p.groups) {
+    g.begin = at;
+    at += g.count;
+    g.count = 0;
+  }
+  p.grouped.resize(p.staged.size());
+  for (const Event& e : p.staged) {
+    Partition::Group& g = p.groups[p.group_of[e.target]];
+    p.grouped[g.begin + g.count++] = e;
+  }
+  Time latest = p.now;
+  for (const Partition::Group& g : p.groups) {
+    p.group_of[g.component] = UINT32_MAX;
+    Component& c = *components_[g.component];
+    p.burst_target = g.component;
+    p.burst_limit = limit;
+    const Event* next = p.grouped.data() + g.begin;
+    const Event* const end = next + g.count;
+    Time last{INT64_MIN};
+    for (;;) {
+      Event e;
+      if (!p.burst.empty() && (next == end || comes_before(p.burst.front(), *next))) {
+        std::pop_heap(p.burst.begin(), p.burst.end(), Partition::later);
+        e = p.burst.back();
+        p.burst.pop_back();
+      } else if (next != end) {
+        e = *next++;
+        if (next + 2 < end && (next[2].kind & kPrefetchPayload)) {
+          __builtin_prefetch(reinterpret_cast<const void*>(next[2].data));
+        }
+      } else {
+        break;
+      }
+      if (e.time < last) {
+        throw std::logic_error("time went back: event at " + std::to_string(e.time.ps) +
+                               " ps after " + std::to_string(last.ps) + " ps");
+      }
+      last = e.time;
+      account<false>(p, c, e);
+      c.handle(e);
+      ++p.events;
+    }
+    latest = std::max(latest, last);
+  }
+  p.burst_limit = Time{INT64_MIN};
+  p.now = latest;
+  p.last_event_time = latest;
+}
+
+template <bool Alone>
 [[gnu::always_inline]] inline void Simulator::run_window(Partition& p, Time limit,
                                                          uint64_t budget) {
   if (!Alone) p.window_background.clear();
@@ -132,19 +215,8 @@ template <bool Alone>
       throw std::logic_error("time went back: event at " + std::to_string(e.time.ps) +
                              " ps after " + std::to_string(p.now.ps) + " ps");
     }
-    p.now = e.time;
     Component& c = *components_[e.target];
-    if (kind_handler(e.kind) < kBackgroundHandler) {
-      --p.foreground;
-      if (!Alone) p.last_foreground = order_of(e);
-      // Rolling hash of (time, key, kind): one multiply per event, order sensitive (a
-      // polynomial hash with an odd multiplier); good enough to tell two histories apart.
-      c.fingerprint_ =
-          ((c.fingerprint_ ^ static_cast<uint64_t>(e.time.ps)) * 0xFF51AFD7ED558CCDULL + e.key) ^
-          (static_cast<uint64_t>(e.kind & ~kPrefetchPayload) << 40);
-    } else if (!Alone) {
-      p.window_background.emplace_back(order_of(e), &c);
-    }
+    account<Alone>(p, c, e);
     c.handle(e);
     ++p.events;
   }
@@ -166,7 +238,11 @@ RunCounters Simulator::run(Time end, const Progress& progress, int threads) {
   if (!alone && std::min(threads, hardware) > 1 && owned.size() > 1) {
     workers.emplace(std::min(threads, hardware), owned.size(), [&](size_t i) {
       take_mail(*owned[i]);
-      run_window<false>(*owned[i], window_limit, UINT64_MAX);
+      if (burst_window_.ps > 0) {
+        run_bursts(*owned[i], window_limit);
+      } else {
+        run_window<false>(*owned[i], window_limit, UINT64_MAX);
+      }
     });
   }
   bool stopped_by_work = false;
@@ -219,9 +295,10 @@ RunCounters Simulator::run(Time end, const Progress& progress, int threads) {
       counters.reached_end = true;
       break;
     }
-    Time window_end = lookahead_ == Time::max() || next.ps > INT64_MAX - lookahead_.ps
-                          ? Time::max()
-                          : next + lookahead_;
+    const bool bursts = burst_window_.ps > 0;
+    const Time window = bursts ? std::min(lookahead_, burst_window_) : lookahead_;
+    Time window_end =
+        window == Time::max() || next.ps > INT64_MAX - window.ps ? Time::max() : next + window;
     window_end = std::min(window_end, next_checkpoint);
     // Events before `limit` run: within the window and not after `end`.
     const Time limit = end == Time::max() ? window_end : std::min(window_end, end + Time{1});
@@ -229,7 +306,13 @@ RunCounters Simulator::run(Time end, const Progress& progress, int threads) {
       // One partition: the whole run is one window, taken in chunks to report progress (and
       // cut at the checkpoints).
       Partition& p = *partitions_[0];
-      if (owns(0)) run_window<true>(p, limit, uint64_t{1} << 18);
+      if (owns(0)) {
+        if (bursts) {
+          run_bursts(p, limit);
+        } else {
+          run_window<true>(p, limit, uint64_t{1} << 18);
+        }
+      }
       if (progress) progress(p.now, p.events);
     } else {
       if (workers) {
@@ -241,7 +324,11 @@ RunCounters Simulator::run(Time end, const Progress& progress, int threads) {
         // window they are independent, so the order changes nothing but the time.
         auto one = [&](Partition* p) {
           take_mail(*p);
-          run_window<false>(*p, limit, UINT64_MAX);
+          if (bursts) {
+            run_bursts(*p, limit);
+          } else {
+            run_window<false>(*p, limit, UINT64_MAX);
+          }
         };
         if (counters.windows % 2 == 0) {
           for (Partition* p : owned) one(p);
@@ -291,7 +378,7 @@ RunCounters Simulator::run(Time end, const Progress& progress, int threads) {
     counters.events = transport_->sum(counters.events);
     counters.last_event_time = Time{-transport_->min(-counters.last_event_time.ps)};
   }
-  if (stopped_by_work && !alone) counters.last_event_time = Time{static_cast<int64_t>(stop >> 64)};
+  if (stopped_by_work && (!alone || burst_window_.ps > 0)) counters.last_event_time = Time{static_cast<int64_t>(stop >> 64)};
   return counters;
 }
 

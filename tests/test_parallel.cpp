@@ -44,20 +44,31 @@ Outcome run_with(const std::string& scenario, const std::vector<std::string>& se
   return o;
 }
 
+void check_same(const Outcome& a, const Outcome& b) {
+  CHECK(a.fingerprint == b.fingerprint);
+  CHECK(a.report == b.report);
+  CHECK(a.queues == b.queues);
+  CHECK(a.pauses == b.pauses);
+  CHECK(a.rates == b.rates);
+  CHECK(a.buffers == b.buffers);
+}
+
 void check_identical(const std::string& scenario, const std::vector<std::string>& sets) {
   const Outcome one = run_with(scenario, sets, 1);
   REQUIRE(one.partitions == 1);
+  // Bursts (each component's events of a window together) change nothing either.
+  std::vector<std::string> plain_sets = sets;
+  plain_sets.push_back("run.bursts=false");
+  const Outcome plain = run_with(scenario, plain_sets, 1);
+  CHECK(one.engine["burst_window_ps"].get<int64_t>() > 0);
+  CHECK(plain.engine["burst_window_ps"].get<int64_t>() == 0);
+  check_same(plain, one);
   int parallel_runs = 0;
   for (const int threads : {2, 4, 8, 16}) {
     const Outcome many = run_with(scenario, sets, threads);
     INFO(scenario << " with " << threads << " threads (" << many.partitions << " partitions)");
     parallel_runs += many.partitions > 1;
-    CHECK(many.fingerprint == one.fingerprint);
-    CHECK(many.report == one.report);
-    CHECK(many.queues == one.queues);
-    CHECK(many.pauses == one.pauses);
-    CHECK(many.rates == one.rates);
-    CHECK(many.buffers == one.buffers);
+    check_same(one, many);
   }
   CHECK(parallel_runs == 4);  // the fabric really was split
 }

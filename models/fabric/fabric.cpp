@@ -129,6 +129,13 @@ Fabric::Fabric(FabricSpec spec, int threads, Transport* transport)
     }
   }
   sim_->set_partitions(partition_of, partitioning_.lookahead);
+  if (collectives.empty() && spec_.run.bursts) {
+    // Between switches and NICs every event travels a link (a GPU node's reach its NICs after
+    // latencies of their own, so a GPU fabric runs without bursts).
+    Time shortest = Time::max();
+    for (const Link& l : topology.links) shortest = std::min(shortest, l.delay);
+    if (shortest >= kLocalityWindow && shortest < Time::max()) sim_->set_burst_window(shortest);
+  }
   sim_->set_between_windows([this] { PacketPool::return_packets(pools_); });
   if (distributed) {
     auto codec = std::make_unique<PacketCodec>(pools_);
@@ -249,6 +256,7 @@ RunResult Fabric::run(const Simulator::Progress& progress) {
   r.cut_links = partitioning_.cut_links;
   r.window = partitioning_.lookahead;
   r.node_nics_together = partitioning_.node_nics_together;
+  r.burst_window = sim_->burst_window();
   r.threads = run_.threads;
   r.topology = spec_.topology.kind;
   r.hosts = spec_.topology.hosts;

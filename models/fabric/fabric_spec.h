@@ -28,6 +28,7 @@ struct RunConfig {
   int partitions;           // run.partitions: at least this many; 0: as the fabric's size asks
   bool stop_on_deadlock;    // run.on_deadlock: "stop" (true) or "continue"
   Partitioner partitioner;  // run.partitioner: how the fabric is cut over threads or ranks
+  bool bursts;              // run.bursts: each component's events of a window run together
 
   bool operator==(const RunConfig&) const = default;
 };

@@ -275,6 +275,7 @@ struct RunResult {
   int cut_links = 0;                // links between partitions
   Time window = Time::max();        // the lookahead: how far past the earliest event a window ends
   bool node_nics_together = false;  // GPU nodes with their NICs (else each NIC with its switch)
+  Time burst_window{};              // each component's events of a window ran together (0: not)
   int64_t data_packets_sent = 0;
   int64_t peak_packets_in_pool = 0;
   std::string topology;

@@ -364,12 +364,17 @@ void print_summary(const RunResult& r, std::ostream& out) {
                   r.node_nics_together ? ", GPU nodes with their NICs" : "",
                   time_text(static_cast<double>(r.window.ps)).c_str());
   }
-  char engine[400];
+  char bursts[80] = "";
+  if (r.burst_window.ps > 0) {
+    std::snprintf(bursts, sizeof bursts, ", bursts of %s",
+                  time_text(static_cast<double>(r.burst_window.ps)).c_str());
+  }
+  char engine[480];
   std::snprintf(engine, sizeof engine,
-                "\nengine      %llu events in %.3f s wall on %d thread(s), %d partition(s)%s: "
+                "\nengine      %llu events in %.3f s wall on %d thread(s), %d partition(s)%s%s: "
                 "%.2f M events/s, %.0f k data packets/s (%lld data packets)\n",
                 static_cast<unsigned long long>(r.events), r.wall_seconds, r.threads, r.partitions,
-                partitions, f.events_per_second / 1e6, f.data_packets_per_second / 1e3,
+                partitions, bursts, f.events_per_second / 1e6, f.data_packets_per_second / 1e3,
                 static_cast<long long>(r.data_packets_sent));
   out << engine;
   out << "fingerprint " << hex64(r.fingerprint) << "\n";
@@ -470,6 +475,7 @@ nlohmann::json json_report(const RunResult& r) {
                  {"cut_links", r.cut_links},
                  {"window_ps", r.partitions > 1 ? r.window.ps : 0},
                  {"node_nics_together", r.node_nics_together},
+                 {"burst_window_ps", r.burst_window.ps},
                  {"wall_seconds", r.wall_seconds},
                  {"events_per_second", f.events_per_second},
                  {"data_packets_per_second", f.data_packets_per_second}};

@@ -1,0 +1,161 @@
+// Bursts (Simulator::set_burst_window): each component's events of a window run together. Every
+// component must see the same events in the same order as in the plain (time, key) order, for
+// any partitions and threads, and the run must stop at the same point with the same counts.
+#include <algorithm>
+#include <memory>
+#include <stdexcept>
+#include <tuple>
+#include <vector>
+
+#include "sim/simulator.h"
+#include "test_support.h"
+
+using namespace fabtwin;
+
+namespace {
+
+using Log = std::vector<std::tuple<int64_t, uint64_t, uint32_t>>;  // time, key, kind
+
+constexpr uint32_t kWork = 1;
+constexpr uint32_t kTick = kBackgroundHandler;  // a sampler: background, undone past the stop
+
+// Foreground work that spreads: each event schedules a follow-up for itself within the window
+// (sometimes at the same time) and half its work for a peer at least `window` later. A
+// background tick samples every 37 ps and is undone past the run's stop, as a model's samples.
+class Relay : public Component {
+ public:
+  Relay(std::string name, Time window) : Component(std::move(name)), window_(window) {}
+  std::vector<ComponentId> peers;
+  Log log;
+
+  void handle(const Event& e) override {
+    log.emplace_back(e.time.ps, e.key, e.kind);
+    if (e.kind == kTick) {
+      schedule_self(now() + Time{37}, kTick, 0);
+      return;
+    }
+    if (e.data == 0) return;
+    const uint64_t r = rng().next();
+    schedule_self(now() + Time{static_cast<int64_t>(r % 4) * 15}, kWork, e.data - 1);
+    const ComponentId peer = peers[(r >> 8) % peers.size()];
+    schedule(now() + window_ + Time{static_cast<int64_t>((r >> 16) % 90)}, peer, kWork,
+             e.data / 2);
+  }
+  void discard_background_after(unsigned __int128 stop) override {
+    while (!log.empty() && std::get<2>(log.back()) == kTick &&
+           (static_cast<unsigned __int128>(static_cast<uint64_t>(std::get<0>(log.back()))) << 64 |
+            std::get<1>(log.back())) > stop) {
+      log.pop_back();
+    }
+  }
+  void start(Time at, uint64_t work) { schedule_self(at, kWork, work); }
+  void start_ticks() { schedule_self(Time{0}, kTick, 0); }
+
+ private:
+  Time window_;
+};
+
+struct Outcome {
+  std::vector<Log> logs;
+  uint64_t fingerprint;
+  uint64_t events;
+  Time last_event_time;
+  bool reached_end;
+};
+
+// Six relays in a ring of peers (each also reaches the one three on), links of `window`.
+Outcome run(uint64_t seed, Time burst, std::vector<uint32_t> partition_of, int threads,
+            Time end = Time::max()) {
+  constexpr Time kWindow{100};
+  Simulator sim(seed);
+  std::vector<Relay*> relays;
+  for (int i = 0; i < 6; ++i) {
+    auto r = std::make_unique<Relay>("r" + std::to_string(i), kWindow);
+    relays.push_back(r.get());
+    sim.add(std::move(r));
+  }
+  for (int i = 0; i < 6; ++i) {
+    relays[i]->peers = {static_cast<ComponentId>((i + 1) % 6),
+                        static_cast<ComponentId>((i + 3) % 6)};
+  }
+  if (!partition_of.empty()) sim.set_partitions(partition_of, kWindow);
+  sim.set_burst_window(burst);
+  relays[0]->start(Time{0}, 40);
+  relays[3]->start(Time{40}, 30);
+  relays[5]->start_ticks();
+  const RunCounters c = sim.run(end, {}, threads);
+  Outcome o{{}, sim.fingerprint(), c.events, c.last_event_time, c.reached_end};
+  for (Relay* r : relays) o.logs.push_back(r->log);
+  return o;
+}
+
+void check_same(const Outcome& a, const Outcome& b) {
+  CHECK(a.fingerprint == b.fingerprint);
+  CHECK(a.events == b.events);
+  CHECK(a.last_event_time == b.last_event_time);
+  CHECK(a.reached_end == b.reached_end);
+  for (size_t i = 0; i < a.logs.size(); ++i) {
+    INFO("relay " << i);
+    CHECK(a.logs[i] == b.logs[i]);
+  }
+}
+
+// Schedules for its peer sooner than the window it promised.
+class Hasty : public Component {
+ public:
+  Hasty() : Component("hasty") {}
+  ComponentId peer = 0;
+  void handle(const Event& e) override {
+    if (e.data > 0) schedule(now() + Time{5}, peer, kWork, e.data - 1);
+  }
+  void start() { schedule_self(Time{0}, kWork, 3); }
+};
+
+}  // namespace
+
+TEST_CASE("bursts run every component's events in the plain order", "[events][bursts]") {
+  // Seeds change the relays' choices, and so which component's work ends the run.
+  for (const uint64_t seed : {1, 2, 3, 4, 5, 6, 7, 8}) {
+    INFO("seed " << seed);
+    const Outcome plain = run(seed, Time{}, {}, 1);
+    // The workload is what the test needs: many events, most components busy in most windows,
+    // several events of one component at one time, and background ticks past the stop.
+    REQUIRE(plain.events > 2000);
+    REQUIRE_FALSE(plain.reached_end);
+    size_t same_time = 0;
+    for (const Log& log : plain.logs) {
+      for (size_t i = 1; i < log.size(); ++i) {
+        same_time += std::get<0>(log[i]) == std::get<0>(log[i - 1]);
+      }
+    }
+    REQUIRE(same_time > 50);
+    const auto ticks = std::count_if(plain.logs[5].begin(), plain.logs[5].end(),
+                                     [](const auto& t) { return std::get<2>(t) == kTick; });
+    REQUIRE(ticks > 10);
+
+    check_same(plain, run(seed, Time{100}, {}, 1));
+    check_same(plain, run(seed, Time{30}, {}, 1));  // windows shorter than the links
+    check_same(plain, run(seed, Time{100}, {0, 0, 1, 1, 2, 2}, 1));
+    check_same(plain, run(seed, Time{100}, {0, 1, 0, 1, 0, 1}, 2));
+    // An end time inside a window.
+    const Time end{plain.last_event_time.ps / 2 + 13};
+    const Outcome cut = run(seed, Time{}, {}, 1, end);
+    REQUIRE(cut.reached_end);
+    check_same(cut, run(seed, Time{100}, {}, 1, end));
+  }
+}
+
+TEST_CASE("an event for another component within the burst window is refused",
+          "[events][bursts]") {
+  Simulator sim(1);
+  auto a = std::make_unique<Hasty>();
+  auto b = std::make_unique<Hasty>();
+  a->peer = 1;
+  b->peer = 0;
+  Hasty* first = a.get();
+  sim.add(std::move(a));
+  sim.add(std::move(b));
+  sim.set_burst_window(Time{100});
+  first->start();
+  CHECK_THROWS_AS(sim.run(Time::max()), std::logic_error);
+}
