@@ -2,7 +2,6 @@
 // clock, and mailboxes for the events they send to other partitions.
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -41,10 +40,12 @@ struct Partition {
   }
 
   // Bursts (Simulator::set_burst_window): while one component's events of a window run, the
-  // events it schedules for itself before the window's end join them here (a min-heap).
+  // events it schedules for itself before the window's end join them here, in (time, key)
+  // order from burst_head on.
   Time burst_limit{INT64_MIN};
   ComponentId burst_target = 0;
   std::vector<Event> burst;
+  size_t burst_head = 0;
   // The window's events in (time, key) order, then grouped by component; per group its
   // component, first place and count; each component's group in this window (or none).
   std::vector<Event> staged;
@@ -57,7 +58,6 @@ struct Partition {
   std::vector<Group> groups;
   std::vector<uint32_t> group_of;
 
-  static bool later(const Event& a, const Event& b) { return comes_before(b, a); }
   [[gnu::noinline]] void add_to_burst(const Event& e) {
     if (e.target != burst_target) {
       throw std::logic_error("an event for component " + std::to_string(e.target) +
@@ -65,8 +65,11 @@ struct Partition {
                              std::to_string(burst_target));
     }
     if (kind_handler(e.kind) < 0x80) ++foreground;
+    // Mostly the latest yet: put in place from the back.
     burst.push_back(e);
-    std::push_heap(burst.begin(), burst.end(), later);
+    size_t i = burst.size() - 1;
+    for (; i > burst_head && comes_before(e, burst[i - 1]); --i) burst[i] = burst[i - 1];
+    burst[i] = e;
   }
 
   [[gnu::always_inline]] void schedule(const Event& e) {

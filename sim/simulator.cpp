@@ -159,10 +159,13 @@ void Simulator::run_bursts(Partition& p, Time limit) {
     Time last{INT64_MIN};
     for (;;) {
       Event e;
-      if (!p.burst.empty() && (next == end || comes_before(p.burst.front(), *next))) {
-        std::pop_heap(p.burst.begin(), p.burst.end(), Partition::later);
-        e = p.burst.back();
-        p.burst.pop_back();
+      if (p.burst_head < p.burst.size() &&
+          (next == end || comes_before(p.burst[p.burst_head], *next))) {
+        e = p.burst[p.burst_head++];
+        if (p.burst_head == p.burst.size()) {
+          p.burst.clear();
+          p.burst_head = 0;
+        }
       } else if (next != end) {
         e = *next++;
         if (next + 2 < end && (next[2].kind & kPrefetchPayload)) {
