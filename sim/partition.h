@@ -58,23 +58,32 @@ struct Partition {
   std::vector<Group> groups;
   std::vector<uint32_t> group_of;
 
-  [[gnu::noinline]] void add_to_burst(const Event& e) {
-    if (e.target != burst_target) {
-      throw std::logic_error("an event for component " + std::to_string(e.target) +
+  // The fields come in registers: an event just built on the caller's stack and read back as
+  // a whole stalls on the store buffer (its parts were written separately).
+  [[gnu::noinline]] void add_to_burst(Time time, uint64_t key, ComponentId target, uint32_t kind,
+                                      uint64_t data) {
+    if (target != burst_target) {
+      throw std::logic_error("an event for component " + std::to_string(target) +
                              " scheduled within the burst window of component " +
                              std::to_string(burst_target));
     }
-    if (kind_handler(e.kind) < 0x80) ++foreground;
+    if (kind_handler(kind) < 0x80) ++foreground;
     // Mostly the latest yet: put in place from the back.
-    burst.push_back(e);
-    size_t i = burst.size() - 1;
+    const Event e{time, key, target, kind, data};
+    size_t i = burst.size();
+    burst.emplace_back();
     for (; i > burst_head && comes_before(e, burst[i - 1]); --i) burst[i] = burst[i - 1];
-    burst[i] = e;
+    Event& slot = burst[i];
+    slot.time = time;
+    slot.key = key;
+    slot.target = target;
+    slot.kind = kind;
+    slot.data = data;
   }
 
   [[gnu::always_inline]] void schedule(const Event& e) {
     if (e.time < burst_limit) {
-      add_to_burst(e);
+      add_to_burst(e.time, e.key, e.target, e.kind, e.data);
       return;
     }
     if (alone) {
