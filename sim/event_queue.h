@@ -80,6 +80,27 @@ class EventQueue {
     --size_;
   }
 
+  // Moves every event due before `limit` to the end of `out`, in no set order: the buckets that
+  // end by `limit` as their events lie, unsorted, and the rest in (time, key) order. For a
+  // runner that orders them itself (Simulator's bursts sort each component's events).
+  void take_before(Time limit, std::vector<Event>& out) {
+    for (; next_ < order_.size(); ++next_, --size_) {  // the rest of the bucket being drained
+      const Event& e = event_at(order_[next_]);
+      if (e.time >= limit) return;
+      out.push_back(e);
+    }
+    // Bucket b ends by `limit` when (b + 1) << kBucketBits <= limit.
+    const int64_t last_whole = (limit.ps >> kBucketBits) - 1;
+    while (size_ > 0) {
+      const int64_t b = next_bucket();
+      if (b > last_whole) break;
+      const size_t n = make_current(b);
+      for_each_current([&out](const Event& e, size_t) { out.push_back(e); });
+      size_ -= n;  // drained: the next top() makes the next bucket current
+    }
+    for (; size_ > 0 && top().time < limit; pop_top()) out.push_back(top());
+  }
+
   // Inlined into every schedule(): the call would cost more than the usual append.
   [[gnu::always_inline]] void push(const Event& e) {
     ++size_;
@@ -264,8 +285,15 @@ class EventQueue {
     }
   }
 
-  // Makes the next non-empty bucket current and sorts it.
-  void advance() {
+  // The next non-empty bucket after the current one (a wheel slot or the far heap's first).
+  int64_t next_bucket() const {
+    const int64_t wheel_next = next_wheel_bucket(current_bucket_);
+    const int64_t far_next = far_.empty() ? INT64_MAX : bucket_of(far_.top());
+    return std::min(wheel_next, far_next);
+  }
+
+  // Makes bucket `b` (the next non-empty one) current, unsorted; returns its event count.
+  size_t make_current(int64_t b) {
     // The drained bucket's chunks join the free list.
     for (const uint32_t c : bucket_chunks_) {
       chunks_[c].next = free_;
@@ -274,9 +302,7 @@ class EventQueue {
     bucket_chunks_.clear();
     order_.clear();
     next_ = 0;
-    const int64_t wheel_next = next_wheel_bucket(current_bucket_);
-    const int64_t far_next = far_.empty() ? INT64_MAX : bucket_of(far_.top());
-    current_bucket_ = std::min(wheel_next, far_next);
+    current_bucket_ = b;
     // The horizon moved: far events now within it join the wheel, this bucket included.
     while (!far_.empty() && bucket_of(far_.top()) < current_bucket_ + kWheelSize) {
       const Event e = far_.pop();
@@ -294,6 +320,12 @@ class EventQueue {
     heads_[slot] = {kNil, 0};
     occupied_[slot >> 6] &= ~(uint64_t{1} << (slot & 63));
     on_wheel_ -= n;
+    return n;
+  }
+
+  // Makes the next non-empty bucket current and sorts it.
+  void advance() {
+    const size_t n = make_current(next_bucket());
     sort_current(n);
     for_each_current([](const Event& e, size_t) { prefetch_payload(e); });
     const int64_t next = next_wheel_bucket(current_bucket_);

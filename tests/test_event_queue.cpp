@@ -66,6 +66,65 @@ TEST_CASE("the calendar queue pops exactly the heap's order", "[events]") {
   }
 }
 
+TEST_CASE("taking the events before a limit takes exactly the heap's, and the rest still pop in order",
+          "[events]") {
+  // Windows of random lengths (some inside a bucket, some spanning thousands and the far heap),
+  // mixed with plain pops, and pushes after each take at or after its limit.
+  Rng rng(11, 3);
+  EventQueue calendar;
+  EventHeap heap;
+  uint64_t seq = 0;
+  Time now{};
+  auto push_random = [&](Time from) {
+    const int64_t spans[] = {1, 3000, 2'000'000, 100'000'000, 5'000'000'000};
+    const int64_t delay = static_cast<int64_t>(rng.below(static_cast<uint64_t>(spans[rng.below(5)])));
+    const Event e{from + Time{delay}, make_event_key(static_cast<ComponentId>(rng.below(50)), seq++),
+                  0, 0, seq};
+    calendar.push(e);
+    heap.push(e);
+  };
+  for (int i = 0; i < 3000; ++i) push_random(now);
+  auto in_order = [](const Event& a, const Event& b) { return comes_before(a, b); };
+  size_t taken_in_windows = 0;
+  for (int round = 0; round < 20'000 && !heap.empty(); ++round) {
+    REQUIRE(calendar.size() == heap.size());
+    if (rng.below(3) == 0) {
+      const Event a = calendar.pop();
+      const Event b = heap.pop();
+      REQUIRE(a.time == b.time);
+      REQUIRE(a.key == b.key);
+      now = a.time;
+      push_random(now);
+      continue;
+    }
+    const int64_t lengths[] = {500, 2048, 1'000'000, 300'000'000};
+    const Time limit = now + Time{1 + static_cast<int64_t>(rng.below(
+                                          static_cast<uint64_t>(lengths[rng.below(4)])))};
+    std::vector<Event> taken;
+    calendar.take_before(limit, taken);
+    std::vector<Event> expected;
+    while (!heap.empty() && heap.top().time < limit) expected.push_back(heap.pop());
+    std::sort(taken.begin(), taken.end(), in_order);
+    REQUIRE(taken.size() == expected.size());
+    for (size_t i = 0; i < taken.size(); ++i) {
+      REQUIRE(taken[i].time == expected[i].time);
+      REQUIRE(taken[i].key == expected[i].key);
+    }
+    taken_in_windows += taken.size();
+    now = limit;
+    const uint64_t pushes = 1 + rng.below(3);
+    for (uint64_t k = 0; k < pushes; ++k) push_random(now);
+  }
+  CHECK(taken_in_windows > 20'000);
+  while (!heap.empty()) {
+    const Event a = calendar.pop();
+    const Event b = heap.pop();
+    REQUIRE(a.time == b.time);
+    REQUIRE(a.key == b.key);
+  }
+  CHECK(calendar.empty());
+}
+
 namespace {
 template <size_t N>
 void check_network_sorts_every_zero_one_input() {
