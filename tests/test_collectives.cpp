@@ -1011,29 +1011,41 @@ TEST_CASE("collective runs are identical for 1, 2 and 4 threads", "[collectives]
         nlohmann::json{{"type", "collective"}, {"op", "all_to_all"}, {"size", "1MiB"}}}) {
     // Each NIC with its rail, windows of PCIe's latency (0.5 us) or the links' delay (1 us,
     // below PCIe's 2 us). A PCIe latency below kLocalityWindow (20 ns): each GPU node with its
-    // NICs, windows of the links' 1 us. Without one: a node's NICs must go together.
-    for (const auto& [pcie, together, window] :
-         {std::tuple{"0.5us", false, Time{500'000}}, std::tuple{"2us", false, Time{1'000'000}},
-          std::tuple{"20ns", true, Time{1'000'000}}, std::tuple{"0us", true, Time{1'000'000}}}) {
+    // NICs, windows of the links' 1 us. Without one: a node's NICs must go together. Bursts take
+    // the shorter of PCIe's latency and the links' delay where it is at least 50 ns.
+    for (const auto& [pcie, together, window, burst] :
+         {std::tuple{"0.5us", false, Time{500'000}, Time{500'000}},
+          std::tuple{"2us", false, Time{1'000'000}, Time{1'000'000}},
+          std::tuple{"20ns", true, Time{1'000'000}, Time{}},
+          std::tuple{"0us", true, Time{1'000'000}, Time{}}}) {
       nlohmann::json scenario = rail(2, 2, gen);
       scenario["gpu"] = {{"pcie_latency", pcie}};
       const RunResult one = run(scenario, 1);
       REQUIRE_FALSE(one.collectives.empty());
+      auto check_same = [&](const RunResult& other) {
+        CHECK(other.fingerprint == one.fingerprint);
+        REQUIRE(other.collectives.size() == one.collectives.size());
+        for (size_t i = 0; i < one.collectives.size(); ++i) {
+          CHECK(row_of(other.collectives[i]) == row_of(one.collectives[i]));
+          CHECK(other.collectives[i].time_us == one.collectives[i].time_us);
+        }
+        CHECK(steps_of(other) == steps_of(one));
+        CHECK(transfers_of(other) == transfers_of(one));
+      };
+      INFO(gen.dump() << ", PCIe latency " << pcie);
+      CHECK(one.burst_window == burst);
+      nlohmann::json plain = scenario;
+      plain["run"]["bursts"] = false;
+      const RunResult serial = run(plain, 1);
+      CHECK(serial.burst_window == Time{});
+      check_same(serial);
       for (const int threads : {2, 4}) {
         const RunResult many = run(scenario, threads);
-        INFO(gen.dump() << " with " << threads << " threads (" << many.partitions
-                        << " partitions), PCIe latency " << pcie);
+        INFO(threads << " threads (" << many.partitions << " partitions)");
         CHECK(many.partitions > 1);
         CHECK(many.node_nics_together == together);
         CHECK(many.window == window);
-        CHECK(many.fingerprint == one.fingerprint);
-        REQUIRE(many.collectives.size() == one.collectives.size());
-        for (size_t i = 0; i < one.collectives.size(); ++i) {
-          CHECK(row_of(many.collectives[i]) == row_of(one.collectives[i]));
-          CHECK(many.collectives[i].time_us == one.collectives[i].time_us);
-        }
-        CHECK(steps_of(many) == steps_of(one));
-        CHECK(transfers_of(many) == transfers_of(one));
+        check_same(many);
       }
     }
   }

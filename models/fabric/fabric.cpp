@@ -129,10 +129,11 @@ Fabric::Fabric(FabricSpec spec, int threads, Transport* transport)
     }
   }
   sim_->set_partitions(partition_of, partitioning_.lookahead);
-  if (collectives.empty() && spec_.run.bursts) {
-    // Between switches and NICs every event travels a link (a GPU node's reach its NICs after
-    // latencies of their own, so a GPU fabric runs without bursts).
-    Time shortest = Time::max();
+  if (spec_.run.bursts) {
+    // Between switches and NICs every event travels a link. Between a GPU node and its NICs
+    // every event takes the PCIe latency at least: a NIC's notifications that, a node's posts
+    // that plus the step latency, its credits and barriers a path over the fabric plus it.
+    Time shortest = pcie.value_or(Time::max());
     for (const Link& l : topology.links) shortest = std::min(shortest, l.delay);
     if (shortest >= kLocalityWindow && shortest < Time::max()) sim_->set_burst_window(shortest);
   }

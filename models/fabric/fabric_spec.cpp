@@ -68,10 +68,11 @@ const BoundParams<RunConfig> kRunParams{
         BoundParams<RunConfig>::field(
             &RunConfig::bursts,
             {"bursts", ParamType::Boolean, "true",
-             "run the events of each window (the shortest link delay, where it is at least "
-             "50ns) switch by switch and NIC by NIC, each one's in their order, so that its state "
-             "stays in a core's first-level cache for a burst of events instead of one. Fabrics "
-             "without GPU nodes only. Only wall-clock figures depend on it, never results",
+             "run the events of each window (the shortest link delay, and on a GPU fabric the "
+             "PCIe latency, where that is at least 50ns) switch by switch, NIC by NIC and GPU "
+             "node by GPU node, each one's in their order, so that its state stays in a core's "
+             "first-level cache for a burst of events instead of one. Only wall-clock figures "
+             "depend on it, never results",
              "fabtwin"}),
     }};
 
