@@ -120,8 +120,7 @@ template <bool Alone>
   }
 }
 
-void Simulator::run_bursts(Partition& p, Time limit) {
-  p.window_background.clear();
+void Simulator::group_window(Partition& p, Time limit) {
   p.staged.clear();
   p.queue.take_before(limit, p.staged);
   if (p.group_of.size() < components_.size()) p.group_of.resize(components_.size(), UINT32_MAX);
@@ -157,6 +156,11 @@ void Simulator::run_bursts(Partition& p, Time limit) {
       *to = moving;
     }
   }
+}
+
+void Simulator::run_bursts(Partition& p, Time limit) {
+  p.window_background.clear();
+  group_window(p, limit);
   Time latest = p.now;
   for (const Partition::Group& g : p.groups) {
     p.group_of[g.component] = UINT32_MAX;
@@ -235,6 +239,15 @@ template <bool Alone>
   p.last_event_time = p.now;
 }
 
+void Simulator::run_among_others(Partition& p, Time limit) {
+  take_mail(p);
+  if (burst_window_.ps > 0) {
+    run_bursts(p, limit);
+  } else {
+    run_window<false>(p, limit, UINT64_MAX);
+  }
+}
+
 RunCounters Simulator::run(Time end, const Progress& progress, int threads) {
   RunCounters counters;
   const bool alone = partitions_.size() == 1;
@@ -248,14 +261,8 @@ RunCounters Simulator::run(Time end, const Progress& progress, int threads) {
   Time window_limit{};
   std::optional<WindowWorkers> workers;
   if (!alone && std::min(threads, hardware) > 1 && owned.size() > 1) {
-    workers.emplace(std::min(threads, hardware), owned.size(), [&](size_t i) {
-      take_mail(*owned[i]);
-      if (burst_window_.ps > 0) {
-        run_bursts(*owned[i], window_limit);
-      } else {
-        run_window<false>(*owned[i], window_limit, UINT64_MAX);
-      }
-    });
+    workers.emplace(std::min(threads, hardware), owned.size(),
+                    [&](size_t i) { run_among_others(*owned[i], window_limit); });
   }
   bool stopped_by_work = false;
   const bool checkpoints = checkpoint_interval_.ps > 0;
@@ -315,8 +322,8 @@ RunCounters Simulator::run(Time end, const Progress& progress, int threads) {
     // Events before `limit` run: within the window and not after `end`.
     const Time limit = end == Time::max() ? window_end : std::min(window_end, end + Time{1});
     if (alone) {
-      // One partition: the whole run is one window, taken in chunks to report progress (and
-      // cut at the checkpoints).
+      // One partition: without bursts the whole run is one window, taken in chunks to report
+      // progress (and cut at the checkpoints).
       Partition& p = *partitions_[0];
       if (owns(0)) {
         if (bursts) {
@@ -334,18 +341,10 @@ RunCounters Simulator::run(Time end, const Progress& progress, int threads) {
         // One thread: the partitions in turn, in alternate order from window to window, so
         // that the partition that ran last (its lines still in the caches) runs first. Within a
         // window they are independent, so the order changes nothing but the time.
-        auto one = [&](Partition* p) {
-          take_mail(*p);
-          if (bursts) {
-            run_bursts(*p, limit);
-          } else {
-            run_window<false>(*p, limit, UINT64_MAX);
-          }
-        };
         if (counters.windows % 2 == 0) {
-          for (Partition* p : owned) one(p);
+          for (Partition* p : owned) run_among_others(*p, limit);
         } else {
-          for (auto it = owned.rbegin(); it != owned.rend(); ++it) one(*it);
+          for (auto it = owned.rbegin(); it != owned.rend(); ++it) run_among_others(**it, limit);
         }
       }
       if (progress) {
@@ -390,7 +389,9 @@ RunCounters Simulator::run(Time end, const Progress& progress, int threads) {
     counters.events = transport_->sum(counters.events);
     counters.last_event_time = Time{-transport_->min(-counters.last_event_time.ps)};
   }
-  if (stopped_by_work && (!alone || burst_window_.ps > 0)) counters.last_event_time = Time{static_cast<int64_t>(stop >> 64)};
+  if (stopped_by_work && (!alone || burst_window_.ps > 0)) {
+    counters.last_event_time = Time{static_cast<int64_t>(stop >> 64)};
+  }
   return counters;
 }
 

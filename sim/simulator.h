@@ -104,8 +104,12 @@ class Simulator {
   // Processes `p`'s events due before `limit`, at most `budget`.
   template <bool Alone>
   void run_window(Partition& p, Time limit, uint64_t budget);
-  // Processes `p`'s events due before `limit` component by component (set_burst_window).
+  // Processes `p`'s events due before `limit` component by component (set_burst_window), after
+  // group_window() has taken them from its queue and grouped them (Partition::groups).
   void run_bursts(Partition& p, Time limit);
+  void group_window(Partition& p, Time limit);
+  // One partition's window among others: its mail, then its events.
+  void run_among_others(Partition& p, Time limit);
   // The runner's part of one event: the clock, the fingerprint, the foreground count.
   template <bool Alone>
   [[gnu::always_inline]] void account(Partition& p, Component& c, const Event& e);
