@@ -46,8 +46,9 @@ struct Partition {
   ComponentId burst_target = 0;
   std::vector<Event> burst;
   size_t burst_head = 0;
-  // The window's events in (time, key) order, then grouped by component; per group its
-  // component, first place and count; each component's group in this window (or none).
+  // The window's events as the queue hands them over (staged), then grouped by component and
+  // in (time, key) order within each (grouped); per group its component, first place and
+  // count; each component's group in this window (or none).
   std::vector<Event> staged;
   std::vector<Event> grouped;
   struct Group {
