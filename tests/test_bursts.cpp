@@ -38,8 +38,7 @@ class Relay : public Component {
     const uint64_t r = rng().next();
     schedule_self(now() + Time{static_cast<int64_t>(r % 4) * 15}, kWork, e.data - 1);
     const ComponentId peer = peers[(r >> 8) % peers.size()];
-    schedule(now() + window_ + Time{static_cast<int64_t>((r >> 16) % 90)}, peer, kWork,
-             e.data / 2);
+    schedule(now() + window_ + Time{static_cast<int64_t>((r >> 16) % 90)}, peer, kWork, e.data / 2);
   }
   void discard_background_after(unsigned __int128 stop) override {
     while (!log.empty() && std::get<2>(log.back()) == kTick &&
@@ -145,8 +144,7 @@ TEST_CASE("bursts run every component's events in the plain order", "[events][bu
   }
 }
 
-TEST_CASE("an event for another component within the burst window is refused",
-          "[events][bursts]") {
+TEST_CASE("an event for another component within the burst window is refused", "[events][bursts]") {
   Simulator sim(1);
   auto a = std::make_unique<Hasty>();
   auto b = std::make_unique<Hasty>();

@@ -66,8 +66,9 @@ TEST_CASE("the calendar queue pops exactly the heap's order", "[events]") {
   }
 }
 
-TEST_CASE("taking the events before a limit takes exactly the heap's, and the rest still pop in order",
-          "[events]") {
+TEST_CASE(
+    "taking the events before a limit takes exactly the heap's, and the rest still pop in order",
+    "[events]") {
   // Windows of random lengths (some inside a bucket, some spanning thousands and the far heap),
   // mixed with plain pops, and pushes after each take at or after its limit.
   Rng rng(11, 3);
@@ -77,9 +78,10 @@ TEST_CASE("taking the events before a limit takes exactly the heap's, and the re
   Time now{};
   auto push_random = [&](Time from) {
     const int64_t spans[] = {1, 3000, 2'000'000, 100'000'000, 5'000'000'000};
-    const int64_t delay = static_cast<int64_t>(rng.below(static_cast<uint64_t>(spans[rng.below(5)])));
-    const Event e{from + Time{delay}, make_event_key(static_cast<ComponentId>(rng.below(50)), seq++),
-                  0, 0, seq};
+    const int64_t delay =
+        static_cast<int64_t>(rng.below(static_cast<uint64_t>(spans[rng.below(5)])));
+    const Event e{from + Time{delay},
+                  make_event_key(static_cast<ComponentId>(rng.below(50)), seq++), 0, 0, seq};
     calendar.push(e);
     heap.push(e);
   };
@@ -98,8 +100,9 @@ TEST_CASE("taking the events before a limit takes exactly the heap's, and the re
       continue;
     }
     const int64_t lengths[] = {500, 2048, 1'000'000, 300'000'000};
-    const Time limit = now + Time{1 + static_cast<int64_t>(rng.below(
-                                          static_cast<uint64_t>(lengths[rng.below(4)])))};
+    const Time limit =
+        now +
+        Time{1 + static_cast<int64_t>(rng.below(static_cast<uint64_t>(lengths[rng.below(4)])))};
     std::vector<Event> taken;
     calendar.take_before(limit, taken);
     std::vector<Event> expected;

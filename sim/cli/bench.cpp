@@ -80,9 +80,7 @@ int command_bench(const std::vector<std::string>& args) {
   const RunFigures f = run_figures(r);
   std::printf("workload            %s\n", scenario.c_str());
   std::printf("threads             %d (%d partitions%s)\n", r.threads, r.partitions,
-              r.burst_window.ps > 0
-                  ? (", bursts of " + format_time(r.burst_window)).c_str()
-                  : "");
+              r.burst_window.ps > 0 ? (", bursts of " + format_time(r.burst_window)).c_str() : "");
   std::printf("flows completed     %lld of %lld\n", static_cast<long long>(f.completed),
               static_cast<long long>(f.flows));
   std::printf("simulated time      %s (last event)\n", format_time(r.last_event_time).c_str());
