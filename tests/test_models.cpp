@@ -493,3 +493,42 @@ TEST_CASE("the packet pool gives each packet a cache line and grows in huge-page
   CHECK(taken.front()->psn == 0);              // acquire() hands out a fresh packet
   for (Packet* p : taken) pool.release(p);
 }
+
+TEST_CASE("a packet released in another partition's pool returns home at the boundary",
+          "[packet]") {
+  std::vector<PacketPool> pools;
+  pools.emplace_back(0, 2);
+  pools.emplace_back(1, 2);
+  // Pool 0's first block, all taken; half of it ends its life in pool 1, half at home.
+  std::vector<Packet*> taken;
+  for (int i = 0; i < 4096; ++i) {
+    taken.push_back(pools[0].acquire());
+    taken.back()->psn = 7;
+  }
+  CHECK(pools[0].capacity() == 4096);
+  const std::set<Packet*> away(taken.begin(), taken.begin() + 2048);
+  for (Packet* p : away) pools[1].release(p);
+  for (size_t i = 2048; i < taken.size(); ++i) pools[0].release(taken[i]);
+  CHECK(pools[0].in_use() == 2048);  // not back before the boundary
+  CHECK(pools[1].in_use() == 0);
+  PacketPool::return_packets(pools);
+  CHECK(pools[0].in_use() == 0);
+  CHECK(pools[1].in_use() == 0);
+  // All 4,096 are pool 0's again, and no block is added.
+  std::set<Packet*> again;
+  for (int i = 0; i < 4096; ++i) {
+    Packet* p = pools[0].acquire();
+    CHECK(p->home == 0);
+    CHECK(p->psn == 0);  // handed out fresh
+    again.insert(p);
+  }
+  CHECK(again == std::set<Packet*>(taken.begin(), taken.end()));
+  CHECK(pools[0].capacity() == 4096);
+  CHECK(pools[0].in_use() == 4096);
+  Packet* beyond = pools[0].acquire();  // now a new block
+  CHECK(pools[0].capacity() == 4096 + 32768);
+  CHECK(again.count(beyond) == 0);
+  pools[0].release(beyond);
+  for (Packet* p : again) pools[0].release(p);
+  CHECK(pools[0].in_use() == 0);
+}
