@@ -49,6 +49,8 @@ class Component {
   // (timers that are usually cancelled) would advance.
   void hold_work();
   void release_work();
+  // The model's state for the context this component runs in (Simulator::set_partition_local).
+  void* partition_local() const;
 
  private:
   friend class Simulator;

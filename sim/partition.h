@@ -1,7 +1,11 @@
 // One partition of a run: the components one thread (or rank) owns, their event queue and
-// clock, and mailboxes for the events they send to other partitions.
+// clock, and mailboxes for the events they send to other partitions. A lane is a partition
+// without components of its own: the context in which a thread runs the bursts it took from
+// another partition's window (Simulator::set_lane_local), with its own clock, bursts and
+// mailboxes; all it schedules beyond the window goes out as mail, to its own partition too.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -14,8 +18,13 @@ namespace fabtwin {
 class Component;
 
 struct Partition {
+  static constexpr uint32_t kLane = UINT32_MAX;  // the index of a lane
+
   uint32_t index = 0;
   bool alone = true;  // the only partition: every event stays local
+  // The model's state for the components running in this context (a fabric: the packet pool
+  // they take packets from); null unless the model sets it.
+  void* local = nullptr;
   const std::vector<uint32_t>* partition_of = nullptr;  // component id -> partition
   EventQueue queue;
   Time now{};
@@ -58,6 +67,10 @@ struct Partition {
   };
   std::vector<Group> groups;
   std::vector<uint32_t> group_of;
+  // Threads that take groups of this window: the groups per task, and the latest event they
+  // ran (Time::ps), for the clock at the window's end.
+  uint32_t groups_per_task = 1;
+  std::atomic<int64_t> taken_latest{INT64_MIN};
 
   // The fields come in registers: an event just built on the caller's stack and read back as
   // a whole stalls on the store buffer (its parts were written separately).

@@ -36,6 +36,7 @@ void Simulator::set_partitions(const std::vector<uint32_t>& partition_of, Time l
   uint32_t count = 1;
   for (uint32_t p : partition_of) count = std::max(count, p + 1);
   partitions_.clear();
+  lanes_.clear();
   for (uint32_t i = 0; i < count; ++i) {
     auto p = std::make_unique<Partition>();
     p->index = i;
@@ -55,9 +56,9 @@ void Simulator::set_partitions(const std::vector<uint32_t>& partition_of, Time l
 
 void Simulator::exchange_mail() {
   std::vector<std::vector<char>> outgoing(static_cast<size_t>(transport_->ranks()));
-  for (auto& from : partitions_) {
-    for (size_t to = 0; to < from->outbox.size(); ++to) {
-      for (const Event& e : from->outbox[to]) {
+  for_each_sender([&](Partition& from) {
+    for (size_t to = 0; to < from.outbox.size(); ++to) {
+      for (const Event& e : from.outbox[to]) {
         if (owns(static_cast<uint32_t>(to))) {
           partitions_[to]->push_local(e);
           continue;
@@ -68,11 +69,11 @@ void Simulator::exchange_mail() {
                       reinterpret_cast<const char*>(&partition) + sizeof partition);
         codec_->encode(e, buffer);
       }
-      from->outbox[to].clear();
+      from.outbox[to].clear();
     }
-    from->outbox_earliest = Time::max();
-    from->outbox_foreground = 0;
-  }
+    from.outbox_earliest = Time::max();
+    from.outbox_foreground = 0;
+  });
   const std::vector<char> incoming = transport_->exchange(outgoing);
   for (const char* in = incoming.data(); in < incoming.data() + incoming.size();) {
     uint32_t partition = 0;
@@ -85,23 +86,23 @@ void Simulator::exchange_mail() {
 std::pair<Time, uint64_t> Simulator::post_mail() {
   Time earliest = Time::max();
   uint64_t foreground = 0;
-  for (auto& from : partitions_) {
-    for (size_t to = 0; to < from->outbox.size(); ++to) {
-      assert(from->posted[to].empty());  // taken in during the window before
-      std::swap(from->outbox[to], from->posted[to]);
+  for_each_sender([&](Partition& from) {
+    for (size_t to = 0; to < from.outbox.size(); ++to) {
+      assert(from.posted[to].empty());  // taken in during the window before
+      std::swap(from.outbox[to], from.posted[to]);
     }
-    earliest = std::min(earliest, std::exchange(from->outbox_earliest, Time::max()));
-    foreground += std::exchange(from->outbox_foreground, 0);
-  }
+    earliest = std::min(earliest, std::exchange(from.outbox_earliest, Time::max()));
+    foreground += std::exchange(from.outbox_foreground, 0);
+  });
   return {earliest, foreground};
 }
 
 void Simulator::take_mail(Partition& p) {
-  for (auto& from : partitions_) {
-    std::vector<Event>& mail = from->posted[p.index];
+  for_each_sender([&](Partition& from) {
+    std::vector<Event>& mail = from.posted[p.index];
     for (const Event& e : mail) p.push_local(e);
     mail.clear();
-  }
+  });
 }
 
 template <bool Alone>
@@ -156,51 +157,91 @@ void Simulator::group_window(Partition& p, Time limit) {
       *to = moving;
     }
   }
+  for (const Partition::Group& g : p.groups) p.group_of[g.component] = UINT32_MAX;
 }
 
 void Simulator::run_bursts(Partition& p, Time limit) {
   p.window_background.clear();
   group_window(p, limit);
   Time latest = p.now;
-  for (const Partition::Group& g : p.groups) {
-    p.group_of[g.component] = UINT32_MAX;
-    Component& c = *components_[g.component];
-    p.burst_target = g.component;
-    p.burst_limit = limit;
-    const Event* next = p.grouped.data() + g.begin;
-    const Event* const end = next + g.count;
-    Time last{INT64_MIN};
-    for (;;) {
-      Event e;
-      if (p.burst_head < p.burst.size() &&
-          (next == end || comes_before(p.burst[p.burst_head], *next))) {
-        e = p.burst[p.burst_head++];
-        if (p.burst_head == p.burst.size()) {
-          p.burst.clear();
-          p.burst_head = 0;
-        }
-      } else if (next != end) {
-        e = *next++;
-        if (next + 2 < end && (next[2].kind & kPrefetchPayload)) {
-          __builtin_prefetch(reinterpret_cast<const void*>(next[2].data));
-        }
-      } else {
-        break;
-      }
-      if (e.time < last) {
-        throw std::logic_error("time went back: event at " + std::to_string(e.time.ps) +
-                               " ps after " + std::to_string(last.ps) + " ps");
-      }
-      last = e.time;
-      account<false>(p, c, e);
-      c.handle(e);
-      ++p.events;
-    }
-    latest = std::max(latest, last);
-  }
-  p.burst_limit = Time{INT64_MIN};
+  for (const Partition::Group& g : p.groups) latest = std::max(latest, run_group(p, p, g, limit));
   p.now = latest;
   p.last_event_time = latest;
+}
+
+Time Simulator::run_group(Partition& context, const Partition& p, const Partition::Group& g,
+                          Time limit) {
+  Component& c = *components_[g.component];
+  Partition* const home = c.partition_;
+  c.partition_ = &context;  // what the component schedules and reads goes through the context
+  context.burst_target = g.component;
+  context.burst_limit = limit;
+  const Event* next = p.grouped.data() + g.begin;
+  const Event* const end = next + g.count;
+  Time last{INT64_MIN};
+  for (;;) {
+    Event e;
+    if (context.burst_head < context.burst.size() &&
+        (next == end || comes_before(context.burst[context.burst_head], *next))) {
+      e = context.burst[context.burst_head++];
+      if (context.burst_head == context.burst.size()) {
+        context.burst.clear();
+        context.burst_head = 0;
+      }
+    } else if (next != end) {
+      e = *next++;
+      if (next + 2 < end && (next[2].kind & kPrefetchPayload)) {
+        __builtin_prefetch(reinterpret_cast<const void*>(next[2].data));
+      }
+    } else {
+      break;
+    }
+    if (e.time < last) {
+      throw std::logic_error("time went back: event at " + std::to_string(e.time.ps) +
+                             " ps after " + std::to_string(last.ps) + " ps");
+    }
+    last = e.time;
+    account<false>(context, c, e);
+    c.handle(e);
+    ++context.events;
+  }
+  context.burst_limit = Time{INT64_MIN};
+  c.partition_ = home;
+  return last;
+}
+
+uint32_t Simulator::prepare_window(Partition& p, Time limit) {
+  take_mail(p);
+  if (burst_window_.ps == 0) {
+    run_window<false>(p, limit, UINT64_MAX);
+    return 0;
+  }
+  p.window_background.clear();
+  group_window(p, limit);
+  const size_t groups = p.groups.size();
+  const size_t most = WindowWorkers::kMaxTasks;
+  p.groups_per_task = static_cast<uint32_t>(std::max<size_t>(1, (groups + most - 1) / most));
+  return static_cast<uint32_t>((groups + p.groups_per_task - 1) / p.groups_per_task);
+}
+
+void Simulator::run_task(Partition& p, uint32_t task, int thread, bool own, Time limit) {
+  Partition& context = own ? p : *lanes_[static_cast<size_t>(thread)];
+  const size_t first = size_t{task} * p.groups_per_task;
+  const size_t end = std::min(first + p.groups_per_task, p.groups.size());
+  Time latest{INT64_MIN};
+  for (size_t g = first; g < end; ++g) {
+    latest = std::max(latest, run_group(context, p, p.groups[g], limit));
+  }
+  // The partition's clock at the window's end is its latest event, whoever ran it.
+  if (own) {
+    p.last_event_time = std::max(p.last_event_time, latest);
+    return;
+  }
+  context.last_event_time = std::max(context.last_event_time, latest);
+  int64_t seen = p.taken_latest.load(std::memory_order_relaxed);
+  while (seen < latest.ps &&
+         !p.taken_latest.compare_exchange_weak(seen, latest.ps, std::memory_order_relaxed)) {
+  }
 }
 
 template <bool Alone>
@@ -260,9 +301,34 @@ RunCounters Simulator::run(Time end, const Progress& progress, int threads) {
   const int hardware = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   Time window_limit{};
   std::optional<WindowWorkers> workers;
+  bool lanes = false;  // threads take each other's bursts
   if (!alone && std::min(threads, hardware) > 1 && owned.size() > 1) {
-    workers.emplace(std::min(threads, hardware), owned.size(),
-                    [&](size_t i) { run_among_others(*owned[i], window_limit); });
+    const int count = std::min({threads, hardware, static_cast<int>(owned.size())});
+    const bool local = std::any_of(partitions_.begin(), partitions_.end(),
+                                   [](const auto& p) { return p->local != nullptr; });
+    lanes = burst_window_.ps > 0 && (!local || lane_local_);
+    if (lanes) {
+      for (size_t i = 0; i < static_cast<size_t>(count); ++i) {
+        if (i == lanes_.size()) {
+          auto lane = std::make_unique<Partition>();
+          lane->index = Partition::kLane;
+          lane->alone = false;
+          lane->partition_of = &partition_of_;
+          lane->outbox.resize(partitions_.size());
+          lane->posted.resize(partitions_.size());
+          lanes_.push_back(std::move(lane));
+        }
+        lanes_[i]->local = lane_local_ ? lane_local_(i) : nullptr;
+      }
+      workers.emplace(
+          count, owned.size(), [&](size_t i) { return prepare_window(*owned[i], window_limit); },
+          [&](size_t i, uint32_t task, int thread, bool own) {
+            run_task(*owned[i], task, thread, own, window_limit);
+          });
+    } else {
+      workers.emplace(count, owned.size(),
+                      [&](size_t i) { run_among_others(*owned[i], window_limit); });
+    }
   }
   bool stopped_by_work = false;
   const bool checkpoints = checkpoint_interval_.ps > 0;
@@ -280,6 +346,10 @@ RunCounters Simulator::run(Time end, const Progress& progress, int threads) {
       foreground += p->foreground;
       held += p->held;
       if (!p->queue.empty()) next = std::min(next, p->queue.top().time);
+    }
+    for (const auto& lane : lanes_) {  // what runs in a lane counts where it runs
+      foreground += lane->foreground;
+      held += lane->held;
     }
     if (distributed()) {
       foreground = transport_->sum(foreground);
@@ -336,7 +406,13 @@ RunCounters Simulator::run(Time end, const Progress& progress, int threads) {
     } else {
       if (workers) {
         window_limit = limit;
+        for (const auto& lane : lanes_) lane->window_background.clear();
         workers->run_window();
+        for (Partition* p : owned) {
+          p->now = std::max(p->last_event_time,
+                            Time{p->taken_latest.exchange(INT64_MIN, std::memory_order_relaxed)});
+          p->last_event_time = p->now;
+        }
       } else {
         // One thread: the partitions in turn, in alternate order from window to window, so
         // that the partition that ran last (its lines still in the caches) runs first. Within a
@@ -354,6 +430,7 @@ RunCounters Simulator::run(Time end, const Progress& progress, int threads) {
           events += p->events;
           now = std::max(now, p->now);
         }
+        for (const auto& lane : lanes_) events += lane->events;
         progress(now, events);
       }
     }
@@ -368,13 +445,13 @@ RunCounters Simulator::run(Time end, const Progress& progress, int threads) {
                               " scheduled more than 2^40 events: out of keys");
     }
   }
+  // The partitions this process ran and the lanes it ran them in.
+  std::vector<Partition*> contexts = owned;
+  for (const auto& lane : lanes_) contexts.push_back(lane.get());
   unsigned __int128 stop = 0;
-  for (const auto& p : partitions_) {
-    if (owns(p->index)) stop = std::max(stop, p->last_foreground);
-  }
+  for (const Partition* p : contexts) stop = std::max(stop, p->last_foreground);
   if (distributed()) stop = transport_->max(stop);
-  for (const auto& p : partitions_) {
-    if (!owns(p->index)) continue;
+  for (Partition* p : contexts) {
     if (stopped_by_work) {
       for (const auto& [order, component] : p->window_background) {
         if (order <= stop) continue;
@@ -383,6 +460,7 @@ RunCounters Simulator::run(Time end, const Progress& progress, int threads) {
       }
     }
     counters.events += p->events;
+    if (p->index == Partition::kLane) counters.taken_events += p->events;
     counters.last_event_time = std::max(counters.last_event_time, p->last_event_time);
   }
   if (distributed()) {

@@ -22,6 +22,9 @@ struct RunCounters {
   Time last_event_time{};    // time of the last processed event
   bool reached_end = false;  // stopped at the end time with foreground work still pending
   uint64_t windows = 0;      // synchronisation windows (0 for a single partition)
+  // Events run by a thread that took their burst from another partition's window: timing
+  // decides which, so like wall time it is no part of the results.
+  uint64_t taken_events = 0;
   // Set when a checkpoint's check stopped the run: its reason ("deadlock") and the checkpoint.
   std::string stop_reason;
   Time stop_time{};
@@ -64,8 +67,23 @@ class Simulator {
   // events in the same order as without, so results and fingerprints do not change. An event
   // for another component due within the window breaks the promise: std::logic_error.
   // 0 (the default): one event after another in (time, key) order.
+  // On several threads, a thread that has run its partitions' bursts of a window takes bursts
+  // of the others' that no thread has started (see set_lane_local), so that the window ends
+  // when its work does.
   void set_burst_window(Time window) { burst_window_ = window; }
   Time burst_window() const { return burst_window_; }
+
+  // The model's state for the components of a partition (Partition::local), which a
+  // component reaches through Component::partition_local(). Set it again after
+  // set_partitions.
+  void set_partition_local(uint32_t partition, void* local) {
+    partitions_.at(partition)->local = local;
+  }
+  // A thread running bursts taken from another partition does so in a lane of its own; where
+  // the partitions have local state, `make(lane)` gives each lane its own (called once per
+  // lane and run, lanes counted from 0). Without it, partitions with local state are not
+  // taken from.
+  void set_lane_local(std::function<void*(size_t lane)> make) { lane_local_ = std::move(make); }
 
   // Spreads the partitions over processes: partition p runs on rank p % ranks. The codec
   // carries events (and their payloads) to partitions on other ranks.
@@ -108,6 +126,19 @@ class Simulator {
   // group_window() has taken them from its queue and grouped them (Partition::groups).
   void run_bursts(Partition& p, Time limit);
   void group_window(Partition& p, Time limit);
+  // Runs group `g` of `p`'s window in `context` (`p` itself, or the lane of a thread that took
+  // it); returns the time of its last event.
+  Time run_group(Partition& context, const Partition& p, const Partition::Group& g, Time limit);
+  // One partition's window among others on the window workers: its mail and, with bursts, its
+  // grouping (returns the number of tasks), then the tasks, each a run of groups.
+  uint32_t prepare_window(Partition& p, Time limit);
+  void run_task(Partition& p, uint32_t task, int thread, bool own, Time limit);
+  // Every partition and lane that sends mail.
+  template <class F>
+  void for_each_sender(F f) {
+    for (auto& p : partitions_) f(*p);
+    for (auto& lane : lanes_) f(*lane);
+  }
   // One partition's window among others: its mail, then its events.
   void run_among_others(Partition& p, Time limit);
   // The runner's part of one event: the clock, the fingerprint, the foreground count.
@@ -125,6 +156,8 @@ class Simulator {
   std::vector<std::unique_ptr<Component>> components_;
   std::vector<uint32_t> partition_of_;
   std::vector<std::unique_ptr<Partition>> partitions_;
+  std::vector<std::unique_ptr<Partition>> lanes_;  // [thread], while workers take bursts
+  std::function<void*(size_t lane)> lane_local_;
   Time lookahead_ = Time::max();
   Time burst_window_{};  // 0: no bursts
   std::function<void()> between_windows_;
@@ -141,6 +174,10 @@ inline Time Component::now() const {
 [[gnu::always_inline]] inline void Component::schedule(Time at, ComponentId target, uint32_t kind,
                                                        uint64_t data) {
   partition_->schedule(Event{at, next_key_++, target, kind, data});
+}
+
+inline void* Component::partition_local() const {
+  return partition_->local;
 }
 
 inline void Component::hold_work() {

@@ -45,12 +45,24 @@ static void wait_for(std::atomic<uint32_t>& value, std::atomic<uint32_t>& sleepe
   }
 }
 
-WindowWorkers::WindowWorkers(int threads, size_t items, Work work)
-    : work_(std::move(work)), slots_(std::make_unique<Slot[]>(items)), items_(items) {
+WindowWorkers::WindowWorkers(int threads, size_t items, Prepare prepare, Task task)
+    : prepare_(std::move(prepare)),
+      task_(std::move(task)),
+      slots_(std::make_unique<Slot[]>(items)),
+      items_(items) {
   const int count = std::clamp(threads, 1, static_cast<int>(std::max<size_t>(1, items)));
   helpers_.reserve(static_cast<size_t>(count - 1));
   for (int i = 1; i < count; ++i) helpers_.emplace_back([this, i] { helper(i); });
 }
+
+WindowWorkers::WindowWorkers(int threads, size_t items, Work work)
+    : WindowWorkers(
+          threads, items,
+          [work = std::move(work)](size_t item) {
+            work(item);
+            return uint32_t{0};
+          },
+          [](size_t, uint32_t, int, bool) {}) {}
 
 WindowWorkers::~WindowWorkers() {
   stop_.store(true, std::memory_order_seq_cst);
@@ -69,31 +81,83 @@ void WindowWorkers::helper(int index) {
   }
 }
 
+void WindowWorkers::record_error(size_t item, int64_t task) {
+  const std::lock_guard lock(errors_mutex_);
+  errors_.push_back({item, task, std::current_exception()});
+}
+
+void WindowWorkers::finish(size_t i) {
+  if (slots_[i].unfinished.fetch_sub(1, std::memory_order_acq_rel) == 1 &&
+      remaining_.value.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
+      remaining_.sleepers.load(std::memory_order_seq_cst) != 0) {
+    remaining_.value.notify_all();
+  }
+}
+
+bool WindowWorkers::run_next_task(size_t i, uint32_t window, int thread, bool own) {
+  std::atomic<uint64_t>& tasks = slots_[i].tasks;
+  uint64_t seen = tasks.load(std::memory_order_acquire);
+  for (;;) {
+    // Tasks of another window (one not yet prepared, or a window already over) are not ours.
+    if (static_cast<uint32_t>(seen >> 32) != window) return false;
+    const auto next = static_cast<uint32_t>(seen & kMaxTasks);
+    if (next >= static_cast<uint32_t>((seen >> 16) & kMaxTasks)) return false;
+    if (tasks.compare_exchange_weak(seen, seen + 1, std::memory_order_acq_rel,
+                                    std::memory_order_acquire)) {
+      try {
+        task_(i, next, thread, own);
+      } catch (...) {
+        record_error(i, next);
+      }
+      finish(i);
+      return true;
+    }
+  }
+}
+
 void WindowWorkers::take_items(int thread, uint32_t window) {
   const auto stride = static_cast<size_t>(threads());
   auto try_item = [&](size_t i) {
     // An item is claimed once per window, from the window before: a thread that woke up late,
     // for a window already done, claims nothing.
     uint32_t expected = window - 1;
-    std::atomic<uint32_t>& claimed = slots_[i].claimed;
-    if (claimed.load(std::memory_order_relaxed) != expected ||
-        !claimed.compare_exchange_strong(expected, window, std::memory_order_acq_rel)) {
+    Slot& slot = slots_[i];
+    if (slot.claimed.load(std::memory_order_relaxed) != expected ||
+        !slot.claimed.compare_exchange_strong(expected, window, std::memory_order_acq_rel)) {
       return;
     }
+    uint32_t count = 0;
     try {
-      work_(i);
+      count = std::min(prepare_(i), kMaxTasks);
     } catch (...) {
-      slots_[i].error = std::current_exception();
+      record_error(i, -1);
     }
-    if (remaining_.value.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
-        remaining_.sleepers.load(std::memory_order_seq_cst) != 0) {
-      remaining_.value.notify_all();
+    // Published with the window's number: from here on any thread may claim the tasks.
+    slot.unfinished.store(count + 1, std::memory_order_relaxed);
+    slot.tasks.store(static_cast<uint64_t>(window) << 32 | static_cast<uint64_t>(count) << 16,
+                     std::memory_order_release);
+    while (run_next_task(i, window, thread, true)) {
     }
+    finish(i);
   };
   const auto own = static_cast<size_t>(thread);
   for (size_t i = own; i < items_; i += stride) try_item(i);
   for (size_t i = 0; i < items_; ++i) {
     if (i % stride != own) try_item(i);
+  }
+  // Every item is claimed: take the tasks the others have not reached yet, while any item of
+  // the window is unfinished (a bounded while none is left to take, as in wait_for).
+  for (int idle = 0; idle < kSpins && remaining_.value.load(std::memory_order_acquire) != 0;) {
+    bool ran = false;
+    for (size_t k = 1; k <= items_; ++k) {
+      while (run_next_task((own + k) % items_, window, thread, false)) ran = true;
+    }
+    if (ran) {
+      idle = 0;
+    } else {
+      ++idle;
+      cpu_relax();
+    }
   }
 }
 
@@ -104,12 +168,13 @@ void WindowWorkers::run_window() {
   if (window_.sleepers.load(std::memory_order_seq_cst) != 0) window_.value.notify_all();
   take_items(0, window);
   wait_for(remaining_.value, remaining_.sleepers, [](uint32_t left) { return left == 0; });
-  std::exception_ptr first;
-  for (size_t i = 0; i < items_; ++i) {
-    std::exception_ptr error = std::exchange(slots_[i].error, nullptr);
-    if (error && !first) first = std::move(error);
-  }
-  if (first) std::rethrow_exception(first);
+  const std::lock_guard lock(errors_mutex_);
+  if (errors_.empty()) return;
+  const Error first = *std::min_element(errors_.begin(), errors_.end(), [](auto& a, auto& b) {
+    return std::pair(a.item, a.task) < std::pair(b.item, b.task);
+  });
+  errors_.clear();
+  std::rethrow_exception(first.error);
 }
 
 }  // namespace fabtwin

@@ -2,8 +2,11 @@
 // component must see the same events in the same order as in the plain (time, key) order, for
 // any partitions and threads, and the run must stop at the same point with the same counts.
 #include <algorithm>
+#include <array>
+#include <chrono>
 #include <memory>
 #include <stdexcept>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -27,9 +30,18 @@ class Relay : public Component {
   Relay(std::string name, Time window) : Component(std::move(name)), window_(window) {}
   std::vector<ComponentId> peers;
   Log log;
+  std::chrono::microseconds spin{0};  // wall time each event takes
 
   void handle(const Event& e) override {
     log.emplace_back(e.time.ps, e.key, e.kind);
+    // Where the run gives each context a counter (Simulator::set_partition_local and
+    // set_lane_local), the work counts in the one it ran in.
+    if (auto* counter = static_cast<uint64_t*>(partition_local()); counter && e.kind == kWork) {
+      ++*counter;
+    }
+    for (const auto until = std::chrono::steady_clock::now() + spin;
+         std::chrono::steady_clock::now() < until;) {
+    }
     if (e.kind == kTick) {
       schedule_self(now() + Time{37}, kTick, 0);
       return;
@@ -60,11 +72,16 @@ struct Outcome {
   uint64_t events;
   Time last_event_time;
   bool reached_end;
+  uint64_t taken_events = 0;
+  // With `contexts`: the work events each context ran (partitions 0 and 1, then lanes 0 and 1).
+  std::array<uint64_t, 4> work_in{};
 };
 
-// Six relays in a ring of peers (each also reaches the one three on), links of `window`.
+// Six relays in a ring of peers (each also reaches the one three on), links of `window`; each
+// event takes `spin` of wall time in the first five.
 Outcome run(uint64_t seed, Time burst, std::vector<uint32_t> partition_of, int threads,
-            Time end = Time::max()) {
+            Time end = Time::max(), std::chrono::microseconds spin = {}, bool contexts = false,
+            bool lane_contexts = true) {
   constexpr Time kWindow{100};
   Simulator sim(seed);
   std::vector<Relay*> relays;
@@ -77,13 +94,24 @@ Outcome run(uint64_t seed, Time burst, std::vector<uint32_t> partition_of, int t
     relays[i]->peers = {static_cast<ComponentId>((i + 1) % 6),
                         static_cast<ComponentId>((i + 3) % 6)};
   }
+  for (int i = 0; i < 5; ++i) relays[i]->spin = spin;
   if (!partition_of.empty()) sim.set_partitions(partition_of, kWindow);
   sim.set_burst_window(burst);
+  Outcome o{};
+  if (contexts) {
+    sim.set_partition_local(0, &o.work_in[0]);
+    sim.set_partition_local(1, &o.work_in[1]);
+    if (lane_contexts) sim.set_lane_local([&o](size_t lane) { return &o.work_in.at(2 + lane); });
+  }
   relays[0]->start(Time{0}, 40);
   relays[3]->start(Time{40}, 30);
   relays[5]->start_ticks();
   const RunCounters c = sim.run(end, {}, threads);
-  Outcome o{{}, sim.fingerprint(), c.events, c.last_event_time, c.reached_end};
+  o.fingerprint = sim.fingerprint();
+  o.events = c.events;
+  o.last_event_time = c.last_event_time;
+  o.reached_end = c.reached_end;
+  o.taken_events = c.taken_events;
   for (Relay* r : relays) o.logs.push_back(r->log);
   return o;
 }
@@ -156,4 +184,40 @@ TEST_CASE("an event for another component within the burst window is refused", "
   sim.set_burst_window(Time{100});
   first->start();
   CHECK_THROWS_AS(sim.run(Time::max()), std::logic_error);
+}
+
+TEST_CASE("a thread with no bursts of its own left takes another partition's, same results",
+          "[events][bursts][parallel]") {
+  // Five slow relays in partition 0, one quick one in partition 1: partition 1's thread runs out
+  // of work early in every window and takes partition 0's bursts, in a lane of its own.
+  using std::chrono::microseconds;
+  for (const uint64_t seed : {1, 2, 3}) {
+    INFO("seed " << seed);
+    const Outcome plain = run(seed, Time{}, {}, 1);
+    uint64_t work = 0;
+    for (const Log& log : plain.logs) {
+      work += static_cast<uint64_t>(std::count_if(
+          log.begin(), log.end(), [](const auto& t) { return std::get<2>(t) == kWork; }));
+    }
+    const std::vector<uint32_t> parts{0, 0, 0, 0, 0, 1};
+    // Which thread runs what is up to timing: a few tries for one where a lane ran any.
+    Outcome taken;
+    for (int attempt = 0; attempt < 5 && taken.taken_events == 0; ++attempt) {
+      taken = run(seed, Time{100}, parts, 2, Time::max(), microseconds{2}, true);
+      check_same(plain, taken);
+      const auto& in = taken.work_in;
+      CHECK(in[0] + in[1] + in[2] + in[3] == work);  // each ran once, in one context
+      CHECK(in[2] + in[3] <= taken.taken_events);    // what lanes ran counts as taken
+      CHECK(taken.taken_events < taken.events);
+    }
+    if (std::thread::hardware_concurrency() >= 2) {
+      CHECK(taken.taken_events > 0);
+      CHECK(taken.work_in[2] + taken.work_in[3] > 0);  // the lanes' own local state
+    }
+    // Without local state for the lanes, partitions that have some are not taken from.
+    const Outcome kept = run(seed, Time{100}, parts, 2, Time::max(), microseconds{2}, true, false);
+    check_same(plain, kept);
+    CHECK(kept.taken_events == 0);
+    CHECK(kept.work_in[0] + kept.work_in[1] == work);
+  }
 }

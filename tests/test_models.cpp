@@ -1,5 +1,6 @@
 // Models driven alone: the switch between scripted hosts, routing tables, topology builders,
 // traffic generators and flow-size distributions.
+#include <deque>
 #include <map>
 #include <set>
 #include "star_bench.h"
@@ -49,7 +50,7 @@ class ScriptedHost final : public NetworkNode {
     } else {
       arrivals.push_back({now(), p->psn, p->priority, p->ecn});
     }
-    pool_.release(p);
+    pool().release(p);
   }
   void on_transmit_done(uint32_t port) override {
     if (!port_free(0)) return;
@@ -496,7 +497,7 @@ TEST_CASE("the packet pool gives each packet a cache line and grows in huge-page
 
 TEST_CASE("a packet released in another partition's pool returns home at the boundary",
           "[packet]") {
-  std::vector<PacketPool> pools;
+  std::deque<PacketPool> pools;
   pools.emplace_back(0, 2);
   pools.emplace_back(1, 2);
   // Pool 0's first block, all taken; half of it ends its life in pool 1, half at home.

@@ -1,6 +1,7 @@
 // The parallel runner: every result but wall-clock figures is identical for any number of
 // threads, on scenarios that exercise PFC, ECN and DCQCN, for several seeds.
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -141,6 +142,52 @@ TEST_CASE("window workers run every item once per window, on any number of threa
   }
 }
 
+TEST_CASE("window workers run every task once, on the thread that prepared it or another",
+          "[parallel]") {
+  // Item i has i * 7 tasks of varying length (item 0 none); the prepared count changes with
+  // the window, and a task checks that its item was prepared in this window.
+  for (const int threads : {2, 3, 8}) {
+    INFO(threads << " threads");
+    constexpr size_t kItems = 5;
+    std::atomic<int> window{0};
+    std::array<std::atomic<int>, kItems> prepared_in{};
+    std::vector<std::vector<std::atomic<int>>> runs(kItems);
+    for (size_t i = 0; i < kItems; ++i) runs[i] = std::vector<std::atomic<int>>(i * 7 + 1);
+    std::atomic<int> wrong_window{0}, others{0}, own_elsewhere{0};
+    std::array<std::atomic<int>, kItems> preparer{};
+    WindowWorkers workers(
+        threads, kItems,
+        [&](size_t i) {
+          prepared_in[i] = window.load();
+          return static_cast<uint32_t>(i * 7 + (window.load() % 2));
+        },
+        [&](size_t i, uint32_t task, int thread, bool own) {
+          if (prepared_in[i].load() != window.load()) ++wrong_window;
+          runs[i][task].fetch_add(1);
+          if (!own) ++others;
+          if (own && preparer[i].load() != -1 && preparer[i].load() != thread) ++own_elsewhere;
+          preparer[i] = own ? thread : preparer[i].load();
+          for (volatile int spin = 0; spin < static_cast<int>(task % 5) * 2000; ++spin) {
+          }
+        });
+    int odd = 0;
+    for (int w = 1; w <= 200; ++w) {
+      window = w;
+      for (auto& p : preparer) p = -1;
+      workers.run_window();
+      odd += w % 2;
+    }
+    CHECK(wrong_window.load() == 0);
+    CHECK(own_elsewhere.load() == 0);  // an item's own tasks run where it was prepared
+    for (size_t i = 0; i < kItems; ++i) {
+      INFO("item " << i);
+      for (size_t t = 0; t < i * 7; ++t) CHECK(runs[i][t].load() == 200);
+      CHECK(runs[i][i * 7].load() == odd);  // the extra task of odd windows
+    }
+    INFO(others.load() << " tasks ran on a thread that took them");
+  }
+}
+
 TEST_CASE("window workers pass an item's exception on and still stop cleanly", "[parallel]") {
   std::atomic<int> window{0};
   WindowWorkers workers(3, 6, [&](size_t i) {
@@ -154,6 +201,29 @@ TEST_CASE("window workers pass an item's exception on and still stop cleanly", "
   CHECK_THROWS_WITH(workers.run_window(), "item 1");  // the lowest item's, every time
   window = 3;
   CHECK_NOTHROW(workers.run_window());  // the next window runs normally
+}
+
+TEST_CASE("window workers pass a task's exception on, the lowest item's and task's", "[parallel]") {
+  std::atomic<int> window{0};
+  WindowWorkers workers(
+      2, 3,
+      [&](size_t i) {
+        if (window.load() == 3 && i == 1) throw std::runtime_error("prepare 1");
+        return uint32_t{4};
+      },
+      [&](size_t i, uint32_t task, int, bool) {
+        if (window.load() >= 2 && i >= 1 && task >= 2) {
+          throw std::runtime_error("item " + std::to_string(i) + " task " + std::to_string(task));
+        }
+      });
+  window = 1;
+  CHECK_NOTHROW(workers.run_window());
+  window = 2;
+  CHECK_THROWS_WITH(workers.run_window(), "item 1 task 2");
+  window = 3;
+  CHECK_THROWS_WITH(workers.run_window(), "prepare 1");  // before item 2's tasks
+  window = 1;
+  CHECK_NOTHROW(workers.run_window());
 }
 
 TEST_CASE("METIS cuts no more links than the breadth-first cut, as evenly", "[parallel]") {

@@ -18,7 +18,7 @@ namespace {
 // own); any other event (GPU nodes' slot credits and barriers) carries only values.
 class PacketCodec final : public EventCodec {
  public:
-  explicit PacketCodec(std::vector<PacketPool>& pools) : pools_(pools) {}
+  explicit PacketCodec(std::deque<PacketPool>& pools) : pools_(pools) {}
   void encode(const Event& e, std::vector<char>& out) override {
     const bool packet = kind_handler(e.kind) == kPacketArrival && is_node_(e.target);
     out.push_back(packet ? 1 : 0);
@@ -52,7 +52,7 @@ class PacketCodec final : public EventCodec {
     const char* bytes = reinterpret_cast<const char*>(&value);
     out.insert(out.end(), bytes, bytes + sizeof value);
   }
-  std::vector<PacketPool>& pools_;
+  std::deque<PacketPool>& pools_;
 };
 
 }  // namespace
@@ -129,6 +129,16 @@ Fabric::Fabric(FabricSpec spec, int threads, Transport* transport)
     }
   }
   sim_->set_partitions(partition_of, partitioning_.lookahead);
+  // Each context takes packets from its own pool: a partition's, or, for a thread running
+  // bursts taken from another partition, a lane's (added after the partitions' pools).
+  for (uint32_t p = 0; p < partitioning_.partitions; ++p) sim_->set_partition_local(p, &pools_[p]);
+  sim_->set_lane_local([this](size_t lane) {
+    const size_t index = partitioning_.partitions + lane;
+    while (pools_.size() <= index) {
+      pools_.emplace_back(static_cast<uint16_t>(pools_.size()), pools_.size() + 1);
+    }
+    return static_cast<void*>(&pools_[index]);
+  });
   if (spec_.run.bursts) {
     // Between switches and NICs every event travels a link. Between a GPU node and its NICs
     // every event takes the PCIe latency at least: a NIC's notifications that, a node's posts
@@ -258,6 +268,7 @@ RunResult Fabric::run(const Simulator::Progress& progress) {
   r.window = partitioning_.lookahead;
   r.node_nics_together = partitioning_.node_nics_together;
   r.burst_window = sim_->burst_window();
+  r.taken_events = counters.taken_events;
   r.threads = run_.threads;
   r.topology = spec_.topology.kind;
   r.hosts = spec_.topology.hosts;

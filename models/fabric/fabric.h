@@ -3,6 +3,7 @@
 // gathers their records into a RunResult.
 #pragma once
 
+#include <deque>
 #include <memory>
 #include <vector>
 
@@ -39,7 +40,7 @@ class Fabric {
   FabricSpec spec_;  // the collectives' connections gain their NIC queue pairs here
   RunConfig run_;    // the spec's, with the thread count resolved
   FabricPartitioning partitioning_;
-  std::vector<PacketPool> pools_;  // one per partition
+  std::deque<PacketPool> pools_;  // one per partition, then one per lane (threads)
   Transport* transport_ = nullptr;
   std::unique_ptr<EventCodec> codec_;
   std::unique_ptr<Simulator> sim_;

@@ -276,6 +276,7 @@ struct RunResult {
   Time window = Time::max();        // the lookahead: how far past the earliest event a window ends
   bool node_nics_together = false;  // GPU nodes with their NICs (else each NIC with its switch)
   Time burst_window{};              // each component's events of a window ran together (0: not)
+  uint64_t taken_events = 0;  // run by a thread that took their burst from another partition's
   int64_t data_packets_sent = 0;
   int64_t peak_packets_in_pool = 0;
   std::string topology;

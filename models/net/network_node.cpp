@@ -8,7 +8,7 @@ namespace fabtwin {
 void NetworkNode::send_first_pending_pause(uint32_t port_index) {
   EgressPort& port = ports_[port_index];
   const auto [priority, quanta] = port.take_pause();
-  Packet* f = pool_.acquire();
+  Packet* f = pool().acquire();
   f->type = PacketType::Pause;
   f->priority = priority;
   f->set_pause_quanta(quanta);

@@ -127,7 +127,7 @@ class NetworkNode : public Component {
     ++c.drops;
     c.drop_bytes += frame;
     ++c.watchdog_drops;
-    pool_.release(p);
+    pool().release(p);
   }
 
   // Sends the head of queue `priority` of `port`.
@@ -174,6 +174,14 @@ class NetworkNode : public Component {
     schedule(start + wire + port.delay, port.peer,
              make_kind(kPacketArrival, port.peer_port) | kPrefetchPayload,
              reinterpret_cast<uint64_t>(p));
+  }
+
+  // The pool of the context the node runs in (its partition's, or the lane's of a thread that
+  // took its burst: Simulator::set_lane_local); the one it was built with where the run sets
+  // none.
+  PacketPool& pool() {
+    void* local = partition_local();
+    return local != nullptr ? *static_cast<PacketPool*>(local) : pool_;
   }
 
   PacketPool& pool_;

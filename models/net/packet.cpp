@@ -30,11 +30,25 @@ void PacketPool::grow() {
   capacity_ += static_cast<int64_t>(count);
 }
 
-void PacketPool::return_packets(std::vector<PacketPool>& pools) {
+void PacketPool::return_later(Packet* p) {
+  if (p->home >= returns_.size()) returns_.resize(p->home + size_t{1});  // a lane's
+  ReturnBox& box = returns_[p->home];
+  p->next_free = box.head;
+  if (box.head == nullptr) box.tail = p;
+  box.head = p;
+  ++box.count;
+}
+
+void PacketPool::return_packets(std::deque<PacketPool>& pools) {
   for (PacketPool& from : pools) {
     for (size_t home = 0; home < from.returns_.size(); ++home) {
-      for (Packet* p : from.returns_[home]) pools[home].release(p);
-      from.returns_[home].clear();
+      ReturnBox& box = from.returns_[home];
+      if (box.head == nullptr) continue;
+      PacketPool& to = pools[home];
+      box.tail->next_free = to.free_;
+      to.free_ = box.head;
+      to.in_use_ -= box.count;
+      box = ReturnBox{};
     }
   }
 }

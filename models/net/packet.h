@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <vector>
 
@@ -85,7 +86,7 @@ class PacketPool {
   }
   void release(Packet* p) {
     if (p->home != index_) {
-      returns_[p->home].push_back(p);
+      return_later(p);
       return;
     }
     p->next_free = free_;
@@ -93,19 +94,28 @@ class PacketPool {
     --in_use_;
   }
   // Between windows only: moves the packets other pools released back to their homes.
-  static void return_packets(std::vector<PacketPool>& pools);
+  static void return_packets(std::deque<PacketPool>& pools);
 
   int64_t in_use() const { return in_use_; }
   int64_t capacity() const { return capacity_; }
 
  private:
   void grow();
+  // Into the return box of the packet's home pool, chained through the packet, whose line this
+  // thread holds already: the boundary splices the chain into the home pool's free list
+  // without reading the packets.
+  [[gnu::noinline]] void return_later(Packet* p);
   struct FreeBlock {
     size_t huge_bytes = 0;  // 0: the block came from the heap
     void operator()(Packet* block) const;
   };
   uint16_t index_;
-  std::vector<std::vector<Packet*>> returns_;  // [home pool]
+  struct ReturnBox {
+    Packet* head = nullptr;
+    Packet* tail = nullptr;
+    int64_t count = 0;
+  };
+  std::vector<ReturnBox> returns_;             // [home pool]
   static constexpr size_t kFirstBlock = 4096;  // packets: 256 KiB
   std::vector<std::unique_ptr<Packet[], FreeBlock>> blocks_;
   Packet* free_ = nullptr;

@@ -88,7 +88,7 @@ void Switch::drop(PriorityCounters& c, int64_t PriorityCounters::*cause, Packet*
   ++c.drops;
   c.drop_bytes += p->frame;
   ++(c.*cause);
-  pool_.release(p);
+  pool().release(p);
 }
 
 // A frame that was on the link of `port` when it failed or recovered, or arrives while it is
@@ -98,7 +98,7 @@ bool Switch::lost_in_flight(uint32_t port, Packet* p) {
   const Time sent = now() - ports_[port].delay - ports_[port].wire_time(p->frame);
   if (!link_down_[port] && last_change_[port] <= sent) return false;
   if (p->type == PacketType::Pause) {
-    pool_.release(p);
+    pool().release(p);
   } else {
     drop(ports_[port].counters[p->priority], &PriorityCounters::drops_link_down, p);
   }
@@ -153,7 +153,7 @@ int64_t Switch::headroom_overflows() const {
     ++c.drops;
     c.drop_bytes += p->frame;
     ++(headroom ? c.drops_headroom : c.drops_egress);
-    pool_.release(p);
+    pool().release(p);
     return;
   }
   if (config_.mmu.lossless[prio]) {
@@ -304,7 +304,7 @@ void Switch::on_arrival(uint32_t in_port, Packet* p) {
   }
   if (p->type == PacketType::Pause) {
     if (config_.pfc) receive_pause(in_port, *p);  // PFC off: pause frames are ignored
-    pool_.release(p);
+    pool().release(p);
     return;
   }
   const int prio = config_.dscp_to_priority[p->dscp];  // trust DSCP
@@ -321,7 +321,7 @@ void Switch::on_arrival_checked(uint32_t in_port, Packet* p) {
   if (links_change_ && lost_in_flight(in_port, p)) return;
   if (p->type == PacketType::Pause) {
     if (config_.pfc) receive_pause(in_port, *p);
-    pool_.release(p);
+    pool().release(p);
     return;
   }
   const int prio = config_.dscp_to_priority[p->dscp];

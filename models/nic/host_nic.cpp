@@ -359,7 +359,7 @@ void HostNic::set_link(bool up) {
       ++c.drops;
       c.drop_bytes += q.frame;
       ++c.drops_link_down;
-      pool_.release(q.packet);
+      pool().release(q.packet);
     }
   }
   port.drop_pauses();
@@ -605,10 +605,10 @@ bool HostNic::send_next_data_packet() {
       ++rotation_next_;
       continue;
     }
-    Packet* p = pool_.acquire();
+    Packet* p = pool().acquire();
     if (qp.selective()) [[unlikely]] {
       if (!write_selective(qp, *p, index)) {
-        pool_.release(p);
+        pool().release(p);
         qp.window_blocked = true;
         ++rotation_next_;
         continue;
@@ -685,7 +685,7 @@ void HostNic::on_arrival(uint32_t, Packet* p) {
         c.drop_bytes += p->frame;
         ++c.drops_link_down;
       }
-      pool_.release(p);
+      pool().release(p);
       return;
     }
   }
@@ -725,12 +725,12 @@ void HostNic::on_arrival(uint32_t, Packet* p) {
     default:
       break;
   }
-  pool_.release(p);
+  pool().release(p);
 }
 
 void HostNic::receive_data(Packet* p) {
   on_data(p);
-  pool_.release(p);
+  pool().release(p);
 }
 
 void HostNic::on_data(Packet* p) {
@@ -782,7 +782,7 @@ bool HostNic::claim_receive_wqe(ResponderQp& rq, const Packet& p) {
 }
 
 void HostNic::send_cnp(const ResponderQp& rq) {
-  Packet* c = pool_.acquire();
+  Packet* c = pool().acquire();
   rq.address_reply(*c, host_);
   notification_point_.write_cnp(*c);
   c->timestamp = now();
@@ -808,7 +808,7 @@ void HostNic::arm_cc_timer(RequesterQp& qp) {
 }
 
 void HostNic::send_reply(PacketType type, ResponderQp& rq, Time echo, uint32_t sacked_psn) {
-  Packet* a = pool_.acquire();
+  Packet* a = pool().acquire();
   rq.write_reply(*a, type, host_, echo);
   a->set_sacked_psn(sacked_psn);
   if (config_.ack_dscp >= 0) {  // nic.ack_dscp: a class of their own

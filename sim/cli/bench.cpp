@@ -81,6 +81,12 @@ int command_bench(const std::vector<std::string>& args) {
   std::printf("workload            %s\n", scenario.c_str());
   std::printf("threads             %d (%d partitions%s)\n", r.threads, r.partitions,
               r.burst_window.ps > 0 ? (", bursts of " + format_time(r.burst_window)).c_str() : "");
+  if (r.threads > 1 && r.burst_window.ps > 0) {
+    std::printf(
+        "bursts taken        %.1f%% of events (run by a thread with none of its own left)\n",
+        r.events > 0 ? 100.0 * static_cast<double>(r.taken_events) / static_cast<double>(r.events)
+                     : 0.0);
+  }
   std::printf("flows completed     %lld of %lld\n", static_cast<long long>(f.completed),
               static_cast<long long>(f.flows));
   std::printf("simulated time      %s (last event)\n", format_time(r.last_event_time).c_str());
