@@ -212,10 +212,6 @@ Time Simulator::run_group(Partition& context, const Partition& p, const Partitio
 
 uint32_t Simulator::prepare_window(Partition& p, Time limit) {
   take_mail(p);
-  if (burst_window_.ps == 0) {
-    run_window<false>(p, limit, UINT64_MAX);
-    return 0;
-  }
   p.window_background.clear();
   group_window(p, limit);
   const size_t groups = p.groups.size();

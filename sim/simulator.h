@@ -129,7 +129,7 @@ class Simulator {
   // Runs group `g` of `p`'s window in `context` (`p` itself, or the lane of a thread that took
   // it); returns the time of its last event.
   Time run_group(Partition& context, const Partition& p, const Partition::Group& g, Time limit);
-  // One partition's window among others on the window workers: its mail and, with bursts, its
+  // One partition's window among others on the window workers, with bursts: its mail and its
   // grouping (returns the number of tasks), then the tasks, each a run of groups.
   uint32_t prepare_window(Partition& p, Time limit);
   void run_task(Partition& p, uint32_t task, int thread, bool own, Time limit);
