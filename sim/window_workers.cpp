@@ -94,12 +94,16 @@ void WindowWorkers::finish(size_t i) {
   }
 }
 
-bool WindowWorkers::run_next_task(size_t i, uint32_t window, int thread, bool own) {
+bool WindowWorkers::run_next_task(size_t i, uint32_t window, int thread, bool own,
+                                  bool* unprepared) {
   std::atomic<uint64_t>& tasks = slots_[i].tasks;
   uint64_t seen = tasks.load(std::memory_order_acquire);
   for (;;) {
     // Tasks of another window (one not yet prepared, or a window already over) are not ours.
-    if (static_cast<uint32_t>(seen >> 32) != window) return false;
+    if (static_cast<uint32_t>(seen >> 32) != window) {
+      if (unprepared != nullptr) *unprepared = true;
+      return false;
+    }
     const auto next = static_cast<uint32_t>(seen & kMaxTasks);
     if (next >= static_cast<uint32_t>((seen >> 16) & kMaxTasks)) return false;
     if (tasks.compare_exchange_weak(seen, seen + 1, std::memory_order_acq_rel,
@@ -145,15 +149,20 @@ void WindowWorkers::take_items(int thread, uint32_t window) {
   for (size_t i = 0; i < items_; ++i) {
     if (i % stride != own) try_item(i);
   }
-  // Every item is claimed: take the tasks the others have not reached yet, while any item of
-  // the window is unfinished (a bounded while none is left to take, as in wait_for).
+  // Every item is claimed: take the tasks the others have not reached yet. Once every item is
+  // prepared and none has a task left, no more will come this window: the thread stops looking
+  // (and so stops reading the lines the items' threads write); until then it looks again, a
+  // bounded while none is left to take, as in wait_for.
   for (int idle = 0; idle < kSpins && remaining_.value.load(std::memory_order_acquire) != 0;) {
     bool ran = false;
+    bool unprepared = false;
     for (size_t k = 1; k <= items_; ++k) {
-      while (run_next_task((own + k) % items_, window, thread, false)) ran = true;
+      while (run_next_task((own + k) % items_, window, thread, false, &unprepared)) ran = true;
     }
     if (ran) {
       idle = 0;
+    } else if (!unprepared) {
+      break;
     } else {
       ++idle;
       cpu_relax();

@@ -55,7 +55,9 @@ class WindowWorkers {
     std::atomic<uint32_t> claimed{0};  // the window that claimed the item last
     // The window's tasks once prepared: (window << 32) | (tasks << 16) | next task to claim.
     std::atomic<uint64_t> tasks{0};
-    std::atomic<uint32_t> unfinished{0};  // tasks not yet done, plus one while being claimed
+    // Tasks not yet done, plus one while being claimed. On a line of its own: a thread looking
+    // for tasks reads the line above, and every finished task would take it from that thread.
+    alignas(64) std::atomic<uint32_t> unfinished{0};
   };
   struct alignas(64) Word {
     std::atomic<uint32_t> value{0};
@@ -66,8 +68,9 @@ class WindowWorkers {
   // Claims and runs the items of window `window` that are still unclaimed, own ones first,
   // then tasks of the others' items while any are left.
   void take_items(int thread, uint32_t window);
-  // Claims the next task of item `i` in window `window` and runs it; false if none is left.
-  bool run_next_task(size_t i, uint32_t window, int thread, bool own);
+  // Claims the next task of item `i` in window `window` and runs it; false if none is left (or
+  // the item is not prepared yet: then `unprepared` is set).
+  bool run_next_task(size_t i, uint32_t window, int thread, bool own, bool* unprepared = nullptr);
   // One task (or the claiming of an item's tasks) of item `i` is over.
   void finish(size_t i);
   void record_error(size_t item, int64_t task);
