@@ -413,10 +413,17 @@ RunCounters Simulator::run(Time end, const Progress& progress, int threads) {
         // One thread: the partitions in turn, in alternate order from window to window, so
         // that the partition that ran last (its lines still in the caches) runs first. Within a
         // window they are independent, so the order changes nothing but the time.
+        const auto run_in_turn = [&](Partition& p) {
+          p.staged.swap(turn_staged_);
+          p.grouped.swap(turn_grouped_);
+          run_among_others(p, limit);
+          p.staged.swap(turn_staged_);
+          p.grouped.swap(turn_grouped_);
+        };
         if (counters.windows % 2 == 0) {
-          for (Partition* p : owned) run_among_others(*p, limit);
+          for (Partition* p : owned) run_in_turn(*p);
         } else {
-          for (auto it = owned.rbegin(); it != owned.rend(); ++it) run_among_others(**it, limit);
+          for (auto it = owned.rbegin(); it != owned.rend(); ++it) run_in_turn(**it);
         }
       }
       if (progress) {

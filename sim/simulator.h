@@ -160,6 +160,11 @@ class Simulator {
   std::function<void*(size_t lane)> lane_local_;
   Time lookahead_ = Time::max();
   Time burst_window_{};  // 0: no bursts
+  // One thread running several partitions in turn lends each the same two copies of its
+  // window's events (Partition::staged, grouped), whose lines the partition before it touched
+  // last, instead of lines untouched since the window before.
+  std::vector<Event> turn_staged_;
+  std::vector<Event> turn_grouped_;
   std::function<void()> between_windows_;
   Transport* transport_ = nullptr;
   EventCodec* codec_ = nullptr;
