@@ -78,19 +78,25 @@ Fabric::Fabric(FabricSpec spec, int threads, Transport* transport)
   const int parts = distributed ? transport_->ranks() : run_.threads;
   partitioning_ =
       partition_run(topology, parts, distributed ? parts : run_.partitions, pcie, run_.partitioner);
-  for (uint32_t p = 0; p < partitioning_.partitions; ++p) {
-    pools_.emplace_back(static_cast<uint16_t>(p), partitioning_.partitions);
-  }
+  // A thread that runs several partitions runs them one after another, so on one thread they
+  // share one pool: a packet released is taken again while its line is still in cache, where a
+  // pool per partition held it in a return box until the window's end, and the pool holds one
+  // peak instead of one per partition. Ranks and threads need a pool each.
+  const uint32_t pools = distributed || run_.threads > 1 ? partitioning_.partitions : 1;
+  for (uint32_t p = 0; p < pools; ++p) pools_.emplace_back(static_cast<uint16_t>(p), pools);
+  const auto pool_of = [&](uint32_t partition) -> PacketPool& {
+    return pools_[pools == 1 ? 0 : partition];
+  };
   sim_ = std::make_unique<Simulator>(run_.seed);
   for (int v = 0; v < static_cast<int>(topology.nodes.size()); ++v) {
     const TopologyNode& node = topology.nodes[v];
     if (node.kind == NodeKind::Host) {
-      PacketPool& pool = pools_[partitioning_.partition_of[v]];
+      PacketPool& pool = pool_of(partitioning_.partition_of[v]);
       auto nic = std::make_unique<HostNic>(node.name, pool, v, spec_.nic);
       nics_.push_back(nic.get());
       sim_->add(std::move(nic));
     } else {
-      PacketPool& pool = pools_[partitioning_.partition_of[v]];
+      PacketPool& pool = pool_of(partitioning_.partition_of[v]);
       auto sw = std::make_unique<Switch>(node.name, pool, spec_.routes.table(v), v, spec_.switches);
       const StrategyPolicy& strategies = spec_.routing.strategies;
       if (strategies.any_adaptive()) {
@@ -129,11 +135,12 @@ Fabric::Fabric(FabricSpec spec, int threads, Transport* transport)
     }
   }
   sim_->set_partitions(partition_of, partitioning_.lookahead);
-  // Each context takes packets from its own pool: a partition's, or, for a thread running
-  // bursts taken from another partition, a lane's (added after the partitions' pools).
-  for (uint32_t p = 0; p < partitioning_.partitions; ++p) sim_->set_partition_local(p, &pools_[p]);
-  sim_->set_lane_local([this](size_t lane) {
-    const size_t index = partitioning_.partitions + lane;
+  // Each context takes packets from its own pool: a partition's (on one thread, the shared
+  // one), or, for a thread running bursts taken from another partition, a lane's (added after
+  // the partitions' pools).
+  for (uint32_t p = 0; p < partitioning_.partitions; ++p) sim_->set_partition_local(p, &pool_of(p));
+  sim_->set_lane_local([this, pools](size_t lane) {
+    const size_t index = pools + lane;
     while (pools_.size() <= index) {
       pools_.emplace_back(static_cast<uint16_t>(pools_.size()), pools_.size() + 1);
     }
