@@ -21,8 +21,10 @@ namespace fabtwin {
 // appends to its bucket, and a bucket is sorted once, when the clock reaches it (a handful of
 // events). Later events wait in a heap and move onto the wheel as the horizon passes them.
 //
-// A bucket's events lie side by side in chunks of seven (four cache lines), chained from the
-// newest, whose fill count sits beside the bucket's head (the older chunks are full): draining a
+// A bucket's events lie side by side in chunks of eight (four cache lines), chained from the
+// newest, whose fill count sits beside the bucket's head (the older chunks are full); the
+// chain's links are an array of their own, which stays in cache, where a link in the chunk's
+// last line was read from memory for a newest chunk holding an event or two: draining a
 // bucket reads a chunk or two, where a list of single events linked across the pool cost one
 // dependent cache miss per event, and a push reads only the wheel's head array, whose live part
 // (the next few microseconds) stays in cache. Chunks are recycled, so a steady run allocates
@@ -115,10 +117,9 @@ class EventQueue {
 
  private:
   static constexpr uint32_t kNil = UINT32_MAX;
-  static constexpr uint32_t kChunkEvents = 7;
+  static constexpr uint32_t kChunkEvents = 8;
   struct alignas(64) Chunk {
     Event events[kChunkEvents];
-    uint32_t next;  // the bucket's older (full) chunk
   };
   struct Head {
     uint32_t chunk;  // the bucket's newest chunk, or kNil
@@ -134,7 +135,7 @@ class EventQueue {
   // 29 of index.
   static constexpr int kIndexBits = 64 - kBucketBits - (64 - kSequenceBits);
   static constexpr uint64_t kIndexMask = (uint64_t{1} << kIndexBits) - 1;
-  static_assert(kIndexBits == 29 && kChunkEvents < 8);
+  static_assert(kIndexBits == 29 && kChunkEvents <= 8);
   static uint64_t order_word(const Event& e, size_t index) {
     const auto within = static_cast<uint64_t>(e.time.ps) & ((uint64_t{1} << kBucketBits) - 1);
     return within << (64 - kBucketBits) | (e.key >> kSequenceBits) << kIndexBits | index;
@@ -166,6 +167,7 @@ class EventQueue {
   uint32_t take_chunk() {
     if (free_.empty()) {
       chunks_.emplace_back();
+      older_.push_back(kNil);
       return static_cast<uint32_t>(chunks_.size() - 1);
     }
     const uint32_t c = free_.back();
@@ -202,7 +204,7 @@ class EventQueue {
     const uint32_t c = take_chunk();
     Head& head = heads_[slot];
     if (head.chunk == kNil) occupied_[slot >> 6] |= uint64_t{1} << (slot & 63);
-    chunks_[c].next = head.chunk;
+    older_[c] = head.chunk;
     head = {c, 0};
   }
 
@@ -310,7 +312,7 @@ class EventQueue {
     }
     // The bucket's chain (newest chunk first) becomes its chunks, oldest first.
     const size_t slot = slot_of(current_bucket_);
-    for (uint32_t c = heads_[slot].chunk; c != kNil; c = chunks_[c].next) {
+    for (uint32_t c = heads_[slot].chunk; c != kNil; c = older_[c]) {
       bucket_chunks_.push_back(c);
     }
     std::reverse(bucket_chunks_.begin(), bucket_chunks_.end());
@@ -331,7 +333,7 @@ class EventQueue {
     const int64_t next = next_wheel_bucket(current_bucket_);
     if (next == INT64_MAX) return;
     uint32_t count = heads_[slot_of(next)].count;
-    for (uint32_t c = heads_[slot_of(next)].chunk; c != kNil; c = chunks_[c].next) {
+    for (uint32_t c = heads_[slot_of(next)].chunk; c != kNil; c = older_[c]) {
       for (uint32_t i = 0; i < count; ++i) prefetch_payload(chunks_[c].events[i]);
       count = kChunkEvents;
     }
@@ -348,8 +350,9 @@ class EventQueue {
   std::vector<uint64_t> order_;
   size_t next_ = 0;
   int64_t current_bucket_ = -1;
-  std::vector<Chunk> chunks_;   // wheel entries
-  std::vector<uint32_t> free_;  // free chunks, the last freed on top
+  std::vector<Chunk> chunks_;    // wheel entries
+  std::vector<uint32_t> older_;  // [chunk]: the bucket's older (full) chunk, or kNil
+  std::vector<uint32_t> free_;   // free chunks, the last freed on top
   std::array<Head, kWheelSize> heads_;
   std::array<uint64_t, kWheelSize / 64> occupied_{};
   size_t on_wheel_ = 0;
