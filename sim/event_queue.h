@@ -93,10 +93,24 @@ class EventQueue {
     }
     // Bucket b ends by `limit` when (b + 1) << kBucketBits <= limit.
     const int64_t last_whole = (limit.ps >> kBucketBits) - 1;
+    // Whole buckets go by faster than a line comes from memory: the newest chunk of the
+    // occupied bucket kTakeAhead on is fetched as each is handed over.
+    int64_t ahead = current_bucket_;
+    const auto fetch_ahead = [&] {
+      if (ahead == INT64_MAX) return;
+      ahead = next_wheel_bucket(ahead);
+      if (ahead > last_whole) {
+        ahead = INT64_MAX;
+        return;
+      }
+      prefetch_newest_chunk(ahead, heads_[slot_of(ahead)].count);  // the lines with events
+    };
+    for (int i = 0; i < kTakeAhead; ++i) fetch_ahead();
     while (size_ > 0) {
       const int64_t b = next_bucket();
       if (b > last_whole) break;
       const size_t n = make_current(b);
+      fetch_ahead();
       for_each_current([&out](const Event& e, size_t) { out.push_back(e); });
       size_ -= n;  // drained: the next top() makes the next bucket current
     }
@@ -117,6 +131,7 @@ class EventQueue {
 
  private:
   static constexpr uint32_t kNil = UINT32_MAX;
+  static constexpr int kTakeAhead = 3;  // buckets
   static constexpr uint32_t kChunkEvents = 8;
   struct alignas(64) Chunk {
     Event events[kChunkEvents];
@@ -338,9 +353,14 @@ class EventQueue {
       count = kChunkEvents;
     }
     const int64_t then = next_wheel_bucket(next);
-    if (then == INT64_MAX) return;
-    const auto* newest = reinterpret_cast<const char*>(&chunks_[heads_[slot_of(then)].chunk]);
-    for (size_t line = 0; line < sizeof(Chunk); line += 64) __builtin_prefetch(newest + line);
+    if (then != INT64_MAX) prefetch_newest_chunk(then, kChunkEvents);
+  }
+
+  // The lines of the first `events` places of bucket b's newest chunk; b must be on the wheel
+  // and occupied.
+  void prefetch_newest_chunk(int64_t b, uint32_t events) const {
+    const auto* newest = reinterpret_cast<const char*>(&chunks_[heads_[slot_of(b)].chunk]);
+    for (size_t at = 0; at < events * sizeof(Event); at += 64) __builtin_prefetch(newest + at);
   }
 
   // The bucket being drained: its chunks, oldest first, the events in the last of them, and
