@@ -75,8 +75,13 @@ void WindowWorkers::helper(int index) {
   uint32_t seen = 0;
   for (;;) {
     wait_for(window_.value, window_.sleepers, [seen](uint32_t w) { return w != seen; });
+    // The window first, then the stop. The destructor sets stop_ before it moves the window on
+    // (both sequentially consistent), so a window read after that move comes with the stop. In
+    // the other order a thread could pass the stop, then read the destructor's move as a window
+    // to run: it claimed the items again, ran their work after the run had ended, and then
+    // waited for a window that never came while the destructor waited for it.
+    seen = window_.value.load(std::memory_order_seq_cst);
     if (stop_.load(std::memory_order_seq_cst)) return;
-    seen = window_.value.load(std::memory_order_acquire);
     take_items(index, seen);
   }
 }
