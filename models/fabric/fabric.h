@@ -40,7 +40,7 @@ class Fabric {
   FabricSpec spec_;  // the collectives' connections gain their NIC queue pairs here
   RunConfig run_;    // the spec's, with the thread count resolved
   FabricPartitioning partitioning_;
-  std::deque<PacketPool> pools_;  // one per partition, then one per lane (threads)
+  std::deque<PacketPool> pools_;  // one per partition (one in all on one thread), then lanes
   Transport* transport_ = nullptr;
   std::unique_ptr<EventCodec> codec_;
   std::unique_ptr<Simulator> sim_;
