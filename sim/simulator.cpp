@@ -462,6 +462,7 @@ RunCounters Simulator::run(Time end, const Progress& progress, int threads) {
         component->discard_background_after(stop);
       }
     }
+    p->window_background.clear();  // undone once: a later run() (lanes unused) must not again
     counters.events += p->events;
     if (p->index == Partition::kLane) counters.taken_events += p->events;
     counters.last_event_time = std::max(counters.last_event_time, p->last_event_time);
