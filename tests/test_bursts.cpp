@@ -6,6 +6,7 @@
 #include <chrono>
 #include <memory>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <tuple>
 #include <vector>
@@ -86,7 +87,9 @@ Outcome run(uint64_t seed, Time burst, std::vector<uint32_t> partition_of, int t
   Simulator sim(seed);
   std::vector<Relay*> relays;
   for (int i = 0; i < 6; ++i) {
-    auto r = std::make_unique<Relay>("r" + std::to_string(i), kWindow);
+    std::string name = "r";
+    name += std::to_string(i);
+    auto r = std::make_unique<Relay>(std::move(name), kWindow);
     relays.push_back(r.get());
     sim.add(std::move(r));
   }

@@ -193,7 +193,9 @@ TEST_CASE("window workers run every task once, on the thread that prepared it or
           runs[i][task].fetch_add(1);
           if (own && preparer[i].load() != -1 && preparer[i].load() != thread) ++own_elsewhere;
           preparer[i] = own ? thread : preparer[i].load();
-          for (volatile int spin = 0; spin < static_cast<int>(task % 5) * 2000; ++spin) {
+          // A task's length: the atomic counter keeps the loop from being optimised away.
+          std::atomic<int> spin{0};
+          while (spin.fetch_add(1, std::memory_order_relaxed) < static_cast<int>(task % 5) * 2000) {
           }
         });
     int odd = 0;

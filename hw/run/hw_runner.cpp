@@ -453,7 +453,9 @@ void print_check(const PreparedRun& run, std::ostream& out) {
   for (int r = 0; r < p.ranks; ++r) {
     std::string hosts;
     for (size_t h = 0; h < p.host_rank.size(); ++h) {
-      if (p.host_rank[h] == r) hosts += (hosts.empty() ? "" : ",") + std::to_string(h);
+      if (p.host_rank[h] != r) continue;
+      if (!hosts.empty()) hosts += ',';
+      hosts += std::to_string(h);
     }
     const std::string& address = run.mapping.rank_address[static_cast<size_t>(r)];
     out << "  rank " << r << "  " << (address.empty() ? "(launcher)" : address) << "  hosts "
