@@ -24,9 +24,11 @@ class PacketCodec final : public EventCodec {
     out.push_back(packet ? 1 : 0);
     append(out, e);
     if (!packet) return;
-    const auto* p = reinterpret_cast<const Packet*>(e.data);
-    append(out, *p);
-    pools_[p->home].release(const_cast<Packet*>(p));
+    auto* p = reinterpret_cast<Packet*>(e.data & ~kArrivalMarked);
+    Packet copy = *p;
+    if (e.data & kArrivalMarked) copy.ecn = Ecn::Ce;  // the mark the event carried
+    append(out, copy);
+    pools_[p->home].release(p);
   }
   Event decode(const char*& in, uint32_t partition) override {
     const bool packet = *in++ != 0;

@@ -13,10 +13,16 @@ namespace fabtwin {
 
 // Every network node (switch or NIC): the link contract (network_node.h).
 enum NodeHandler : uint32_t {
-  kPacketArrival = 1,      // index = ingress port, data = Packet*
+  kPacketArrival = 1,      // index = ingress port, data = Packet* | kArrivalMarked
   kTransmitDone = 2,       // index = egress port; data = a prefetch hint (network_node.h)
   kFirstModelHandler = 8,  // the first number free for a node's own handlers
 };
+
+// In a packet arrival's data, below the packet's address (packets are 64-byte aligned): the
+// egress the frame left marked it CE as it was dequeued. The receiver writes the mark into the
+// packet as it reads it, so the sender never touches the packet's line, which has left the
+// caches while the frame waited in its queue (docs/performance.md, "The mark rides the event").
+inline constexpr uint64_t kArrivalMarked = 1;
 
 // Between a GPU node and its NICs (gpu_node.h, host_nic.h); data = connection << 32 | the
 // message's sequence number on the connection, or post_data() for kNicPostMessage.

@@ -40,9 +40,12 @@ class NetworkNode : public Component {
   template <class Node>
   [[gnu::always_inline]] static void dispatch(Node& node, const Event& e) {
     switch (kind_handler(e.kind)) {
-      case kPacketArrival:
-        node.on_arrival(kind_index(e.kind), reinterpret_cast<Packet*>(e.data));
+      case kPacketArrival: {
+        auto* p = reinterpret_cast<Packet*>(e.data & ~kArrivalMarked);
+        if (e.data & kArrivalMarked) p->ecn = Ecn::Ce;
+        node.on_arrival(kind_index(e.kind), p);
         break;
+      }
       case kTransmitDone:
         node.ports_[kind_index(e.kind)].done_scheduled = false;
         node.on_transmit_done(kind_index(e.kind));
@@ -155,15 +158,17 @@ class NetworkNode : public Component {
 
   // Puts packet `p` (a `frame`-byte frame of `priority`) on the free wire of `port` now: the
   // port is busy for the frame's wire time and the peer receives the whole frame (store and
-  // forward) one propagation delay later. The packet itself is not read here.
-  [[gnu::always_inline]] void transmit(uint32_t port_index, Packet* p, int frame, int priority) {
-    transmit_from(now(), port_index, p, frame, priority);
+  // forward) one propagation delay later. The packet itself is not read here; `marked`: the
+  // frame was marked CE as it left, which its arrival writes into it (kArrivalMarked).
+  [[gnu::always_inline]] void transmit(uint32_t port_index, Packet* p, int frame, int priority,
+                                       bool marked = false) {
+    transmit_from(now(), port_index, p, frame, priority, marked);
   }
   // The same for a frame whose transmission began at `start`: now, or for a frame a switch cut
   // through, earlier, though never so early that its last bit leaves before now(). Its arrival
   // is then at least one propagation delay from now, as the partitions' lookahead requires.
   [[gnu::always_inline]] void transmit_from(Time start, uint32_t port_index, Packet* p, int frame,
-                                            int priority) {
+                                            int priority, bool marked = false) {
     EgressPort& port = ports_[port_index];
     const Time wire = port.wire_time(frame);
     port.busy_until = start + wire;
@@ -173,7 +178,7 @@ class NetworkNode : public Component {
     c.tx_bytes += frame;
     schedule(start + wire + port.delay, port.peer,
              make_kind(kPacketArrival, port.peer_port) | kPrefetchPayload,
-             reinterpret_cast<uint64_t>(p));
+             reinterpret_cast<uint64_t>(p) | (marked ? kArrivalMarked : 0));
   }
 
   // The pool of the context the node runs in (its partition's, or the lane's of a thread that

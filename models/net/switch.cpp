@@ -370,12 +370,11 @@ void Switch::on_transmit_done(uint32_t port) {
   start_transmission(port);
 }
 
-void Switch::mark_above_kmin(EgressPort& port, int priority, Packet* p, int64_t queue_bytes,
-                             bool ect) {
-  if (!port.red().should_mark(queue_bytes, rng())) return;
-  if (!ect) return;  // only ECN-capable transport is marked
-  p->ecn = Ecn::Ce;
+bool Switch::marks_above_kmin(EgressPort& port, int priority, int64_t queue_bytes, bool ect) {
+  if (!port.red().should_mark(queue_bytes, rng())) return false;
+  if (!ect) return false;  // only ECN-capable transport is marked
   ++port.counters[priority].ecn_marks;
+  return true;
 }
 
 // Inlined into the arrival and transmit-done paths that call it for every frame.
@@ -405,18 +404,12 @@ void Switch::mark_above_kmin(EgressPort& port, int priority, Packet* p, int64_t 
   EgressPort& port = ports_[port_index];
   const QueuedPacket q = port.dequeue(prio);
   port.charge(prio, q.frame);
-  if (!config_.mark_at_enqueue) {
-    const PacketFifo& rest = port.queues[prio];
-    maybe_mark(port, prio, q.packet, rest.bytes(), q.ect);
-    // The next frame of a queue this deep is likely marked in turn, one frame time from now.
-    // Its packet's line, long evicted while it waited, is fetched for writing now: the mark's
-    // store would otherwise miss and hold up every store behind it.
-    if (port.may_mark(rest.bytes()) && !rest.empty() && rest.front().ect) {
-      __builtin_prefetch(rest.front().packet, 1);
-    }
-  }
+  // RED at dequeue decides from the queue entry alone; the mark goes with the arrival event.
+  const int64_t rest = port.queues[prio].bytes();
+  const bool marked =
+      !config_.mark_at_enqueue && port.may_mark(rest) && marks_above_kmin(port, prio, rest, q.ect);
   release(q, port_index, group, prio);
-  transmit(port_index, q.packet, q.frame, prio);
+  transmit(port_index, q.packet, q.frame, prio, marked);
   if (port.has_backlog()) request_transmit_done(port_index);
 }
 

@@ -83,14 +83,16 @@ class Switch final : public NetworkNode {
     if (p->priority != prio) p->priority = static_cast<uint8_t>(prio);
   }
   void start_transmission(uint32_t port);
-  // RED/ECN at `port`: nothing to do (ECN off, or the queue at or below Kmin) is decided inline.
-  // `ect`: whether `p` is ECN-capable, known without reading it for a frame leaving its queue.
+  // RED/ECN at `port` on a frame in hand (at its arrival): nothing to do (ECN off, or the queue
+  // at or below Kmin) is decided inline.
   void maybe_mark(EgressPort& port, int priority, Packet* p, int64_t queue_bytes, bool ect) {
-    if (port.may_mark(queue_bytes)) {
-      mark_above_kmin(port, priority, p, queue_bytes, ect);
+    if (port.may_mark(queue_bytes) && marks_above_kmin(port, priority, queue_bytes, ect)) {
+      p->ecn = Ecn::Ce;
     }
   }
-  void mark_above_kmin(EgressPort& port, int priority, Packet* p, int64_t queue_bytes, bool ect);
+  // RED's verdict on a frame above Kmin, counted at the port. A frame leaving its queue is
+  // judged from its queue entry (`ect`), and its mark goes with its arrival (kArrivalMarked).
+  bool marks_above_kmin(EgressPort& port, int priority, int64_t queue_bytes, bool ect);
   Time refresh_interval(uint32_t port) const;
   void drop(PriorityCounters& c, int64_t PriorityCounters::*cause, Packet* p);
   void on_arrival_checked(uint32_t port, Packet* p);
