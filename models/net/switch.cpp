@@ -370,7 +370,8 @@ void Switch::on_transmit_done(uint32_t port) {
   start_transmission(port);
 }
 
-bool Switch::marks_above_kmin(EgressPort& port, int priority, int64_t queue_bytes, bool ect) {
+[[gnu::always_inline]] inline bool Switch::marks_above_kmin(EgressPort& port, int priority,
+                                                            int64_t queue_bytes, bool ect) {
   if (!port.red().should_mark(queue_bytes, rng())) return false;
   if (!ect) return false;  // only ECN-capable transport is marked
   ++port.counters[priority].ecn_marks;
