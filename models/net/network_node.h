@@ -42,7 +42,8 @@ class NetworkNode : public Component {
     switch (kind_handler(e.kind)) {
       case kPacketArrival: {
         auto* p = reinterpret_cast<Packet*>(e.data & ~kArrivalMarked);
-        if (e.data & kArrivalMarked) p->ecn = Ecn::Ce;
+        // A frame marked at an earlier hop too is not written again: its line stays clean.
+        if ((e.data & kArrivalMarked) && p->ecn != Ecn::Ce) p->ecn = Ecn::Ce;
         node.on_arrival(kind_index(e.kind), p);
         break;
       }
