@@ -21,7 +21,7 @@ enum NodeHandler : uint32_t {
 // In a packet arrival's data, below the packet's address (packets are 64-byte aligned): the
 // egress the frame left marked it CE as it was dequeued. The receiver writes the mark into the
 // packet as it reads it, so the sender never touches the packet's line, which has left the
-// caches while the frame waited in its queue (docs/performance.md, "The mark rides the event").
+// caches while the frame waited in its queue (docs/performance.md, "The mark rides the arrival").
 inline constexpr uint64_t kArrivalMarked = 1;
 
 // Between a GPU node and its NICs (gpu_node.h, host_nic.h); data = connection << 32 | the
