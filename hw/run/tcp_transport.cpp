@@ -278,7 +278,8 @@ void TcpTransport::connect(const Plan& plan, ControlGroup& control) {
       std::string missing;
       for (const PlannedConnection& c : plan.connections) {
         if (c.dst_rank == rank_ && receive_fd_[c.id] < 0 && missing.size() < 200) {
-          missing += " " + std::to_string(c.id) + " (from rank " + std::to_string(c.src_rank) + ")";
+          missing += ' ';
+          missing += std::to_string(c.id) + " (from rank " + std::to_string(c.src_rank) + ")";
         }
       }
       throw TransportError("tcp transport: rank " + std::to_string(rank_) + ": " +

@@ -370,14 +370,6 @@ void Switch::on_transmit_done(uint32_t port) {
   start_transmission(port);
 }
 
-[[gnu::always_inline]] inline bool Switch::marks_above_kmin(EgressPort& port, int priority,
-                                                            int64_t queue_bytes, bool ect) {
-  if (!port.red().should_mark(queue_bytes, rng())) return false;
-  if (!ect) return false;  // only ECN-capable transport is marked
-  ++port.counters[priority].ecn_marks;
-  return true;
-}
-
 // Inlined into the arrival and transmit-done paths that call it for every frame.
 [[gnu::always_inline]] inline void Switch::start_transmission(uint32_t port_index) {
   EgressPort& port = ports_[port_index];

@@ -92,7 +92,13 @@ class Switch final : public NetworkNode {
   }
   // RED's verdict on a frame above Kmin, counted at the port. A frame leaving its queue is
   // judged from its queue entry (`ect`), and its mark goes with its arrival (kArrivalMarked).
-  bool marks_above_kmin(EgressPort& port, int priority, int64_t queue_bytes, bool ect);
+  [[gnu::always_inline]] bool marks_above_kmin(EgressPort& port, int priority, int64_t queue_bytes,
+                                               bool ect) {
+    if (!port.red().should_mark(queue_bytes, rng())) return false;
+    if (!ect) return false;  // only ECN-capable transport is marked
+    ++port.counters[priority].ecn_marks;
+    return true;
+  }
   Time refresh_interval(uint32_t port) const;
   void drop(PriorityCounters& c, int64_t PriorityCounters::*cause, Packet* p);
   void on_arrival_checked(uint32_t port, Packet* p);
