@@ -8,13 +8,19 @@
 
 namespace fabtwin {
 
-// Nearest-rank percentile (q in 0..100) of `values`; 0 for an empty vector.
-inline double percentile(std::vector<double> values, double q) {
-  if (values.empty()) return 0.0;
-  std::sort(values.begin(), values.end());
-  const double rank = std::ceil(q / 100.0 * static_cast<double>(values.size()));
+// Nearest-rank percentile (q in 0..100) of `sorted`, which is in ascending order; 0 for an
+// empty vector. For several percentiles of one vector: sort it once, then call this.
+inline double sorted_percentile(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) return 0.0;
+  const double rank = std::ceil(q / 100.0 * static_cast<double>(sorted.size()));
   const size_t index = rank < 1 ? 0 : static_cast<size_t>(rank) - 1;
-  return values[std::min(index, values.size() - 1)];
+  return sorted[std::min(index, sorted.size() - 1)];
+}
+
+// Nearest-rank percentile (q in 0..100) of `values`, in any order; 0 for an empty vector.
+inline double percentile(std::vector<double> values, double q) {
+  std::sort(values.begin(), values.end());
+  return sorted_percentile(values, q);
 }
 
 // Jain's fairness index (sum x)^2 / (n sum x^2): 1 when all shares are equal, 1/n at worst.

@@ -5,6 +5,7 @@
 
 #include "models/fabric/metrics.h"
 #include "sim/params.h"
+#include "sim/statistics.h"
 #include "test_support.h"
 
 using namespace fabtwin;
@@ -78,6 +79,22 @@ TEST_CASE("FCT percentiles: nearest rank over the completed flows", "[metrics]")
   CHECK(fct_percentile_ps(flows, 99.9) == 200 * kUs);
   CHECK_THROWS_AS(fct_percentile_ps(FlowSet{&r.flows[3]}, 50), std::runtime_error);
   CHECK_THROWS_AS(fct_percentile_ps(FlowSet{}, 50), std::runtime_error);
+}
+
+TEST_CASE("percentiles by nearest rank, of a vector in any order or sorted once", "[metrics]") {
+  const std::vector<double> values{40, 10, 30, 20};  // ranks: 10, 20, 30, 40
+  CHECK(percentile(values, 0) == 10);
+  CHECK(percentile(values, 25) == 10);  // rank ceil(1.0) = 1
+  CHECK(percentile(values, 26) == 20);  // rank ceil(1.04) = 2
+  CHECK(percentile(values, 50) == 20);
+  CHECK(percentile(values, 75) == 30);
+  CHECK(percentile(values, 100) == 40);
+  CHECK(percentile({}, 50) == 0);
+  const std::vector<double> sorted{10, 20, 30, 40};
+  for (const double q : {0.0, 25.0, 26.0, 50.0, 99.0, 100.0}) {
+    CHECK(sorted_percentile(sorted, q) == percentile(values, q));
+  }
+  CHECK(sorted_percentile({}, 50) == 0);
 }
 
 TEST_CASE("flows group by traffic generator and by size bucket", "[metrics]") {

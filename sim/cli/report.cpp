@@ -44,9 +44,10 @@ RunFigures run_figures(const RunResult& r) {
     f.fct_p99_ps = fct_percentile_ps(flows, 99);
     f.fct_max_ps = fct_percentile_ps(flows, 100);
   }
-  f.goodput_p50_bps = percentile(goodput, 50);
-  f.goodput_min_bps = percentile(goodput, 0);
-  f.goodput_max_bps = percentile(goodput, 100);
+  std::sort(goodput.begin(), goodput.end());
+  f.goodput_p50_bps = sorted_percentile(goodput, 50);
+  f.goodput_min_bps = sorted_percentile(goodput, 0);
+  f.goodput_max_bps = sorted_percentile(goodput, 100);
   f.rate_cuts += r.connection_rate_cuts;
   const PriorityCounters total = counter_totals(r);
   f.drops = total.drops;
