@@ -164,10 +164,10 @@ TEST_CASE("an egress port marks above Kmin only where ECN is on, and serves PFC 
           "[ecn][pfc]") {
   EgressPort port;
   const RedMarking red{5'000, 200'000, 0.01};
-  port.set_marking(false, red);
+  port.set_marking(false, red, 2);
   CHECK_FALSE(port.may_mark(INT64_MAX - 1));  // no queue depth marks
-  CHECK(port.red() == red);
-  port.set_marking(true, red);
+  CHECK(port.curve() == 2);                   // its owner's curve number 2
+  port.set_marking(true, red, 2);
   CHECK_FALSE(port.may_mark(5'000));
   CHECK(port.may_mark(5'001));
 
@@ -302,6 +302,49 @@ TEST_CASE("ECN marks appear only when a queue passes Kmin", "[ecn][run]") {
   marks = 0;
   for (const PortRecord& p : run_scenario(s).ports) marks += p.total(&PriorityCounters::ecn_marks);
   CHECK(marks == 0);
+}
+
+TEST_CASE("each switch port marks by the RED curve of its own link rate (fabric.ecn.by_rate)",
+          "[ecn][run]") {
+  // Two leaves of four hosts at 100 Gb/s with one 200 Gb/s uplink each: every host of leaf 1
+  // sends to one host of leaf 0, so queues build at leaf 1's uplink (200 Gb/s, fed at 400) and at
+  // leaf 0's port to the receiver (100 Gb/s, fed at 200). One rate's curve marks any queue, the
+  // other's none: only the ports of the first rate mark.
+  nlohmann::json s = {
+      {"topology",
+       {{"type", "leaf_spine"},
+        {"leaves", 2},
+        {"spines", 1},
+        {"hosts_per_leaf", 4},
+        {"uplink_rate", "200Gbps"}}},
+      {"fabric",
+       {{"link", {{"rate", "100Gbps"}, {"delay", "1us"}}}, {"switch", {{"buffer", "32MB"}}}}},
+      {"traffic", nlohmann::json::array()},
+      {"run", {{"end", "1s"}}}};
+  for (int src = 4; src < 8; ++src) {
+    s["traffic"].push_back(
+        {{"type", "flows"}, {"flows", {{{"src", src}, {"dst", 0}, {"size", "1MB"}}}}});
+  }
+  const nlohmann::json always = {{"kmin", "1B"}, {"kmax", "2B"}, {"pmax", 1.0}};
+  const nlohmann::json never = {{"kmin", "30MB"}, {"kmax", "31MB"}, {"pmax", 1.0}};
+  for (const std::string marking : {"100Gbps", "200Gbps"}) {
+    INFO("marking at " << marking);
+    const std::string other = marking == "100Gbps" ? "200Gbps" : "100Gbps";
+    s["fabric"]["ecn"] = {{"by_rate", {{marking, always}, {other, never}}}};
+    int queued_at_rate = 0;
+    for (const PortRecord& p : run_scenario(s).ports) {
+      if (!p.switch_port) continue;
+      INFO("port to " << p.peer);
+      const int64_t marks = p.total(&PriorityCounters::ecn_marks);
+      if (p.rate != parse_rate(marking)) {
+        CHECK(marks == 0);
+      } else if (p.max_queue_bytes() > 10'000) {  // a queue of frames built here: it marked
+        ++queued_at_rate;
+        CHECK(marks > 0);
+      }
+    }
+    CHECK(queued_at_rate > 0);
+  }
 }
 
 TEST_CASE("a receiver that drains slower than its link pauses the switch, losslessly",
