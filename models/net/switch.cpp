@@ -50,8 +50,7 @@ void Switch::add_route_update(Time at, ForwardingTable table) {
   route_updates_.emplace_back(at, std::move(table));
 }
 
-uint8_t Switch::curve_index(BitsPerSec rate) {
-  const RedMarking curve = config_.red_for(rate);
+uint8_t Switch::curve_index(const RedMarking& curve) {
   auto it = std::find(curves_.begin(), curves_.end(), curve);
   if (it == curves_.end()) {
     if (curves_.size() > UINT8_MAX) {
@@ -68,7 +67,8 @@ void Switch::begin() {
     EgressPort& port = ports_[i];
     headroom[i] = config_.port_headroom(port.rate, port.delay);
     port.scheduler = &config_.scheduler;
-    port.set_marking(config_.ecn, config_.red_for(port.rate), curve_index(port.rate));
+    const RedMarking curve = config_.red_for(port.rate);
+    port.set_marking(config_.ecn, curve, curve_index(curve));
   }
   buffer_ = std::make_unique<SharedBuffer>(config_.mmu, std::move(headroom), rewrites_);
   for (uint32_t i = 0; i < ports_.size(); ++i) {

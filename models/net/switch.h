@@ -129,8 +129,8 @@ class Switch final : public NetworkNode {
   void dequeue(uint32_t port_index, int prio, int group);
   bool lost_in_flight(uint32_t port, Packet* p);
   void set_link(uint32_t port, bool up);
-  // The number of the RED curve for ports of `rate` among curves_ (added there if new).
-  uint8_t curve_index(BitsPerSec rate);
+  // The number of `curve` among curves_ (added there if new).
+  uint8_t curve_index(const RedMarking& curve);
 
   // What a frame reads of the switch comes first, on four cache lines (with the component's
   // first two: fingerprint, sequence and ports): a fabric of hundreds of switches does not keep
