@@ -6,7 +6,10 @@ Each run's event-loop seconds are read from its output (the engine line of `fabt
 fastest run, the fingerprint (flagged where one command's runs disagree) and, for `fabtwin bench`,
 the largest peak memory. Against the first command it prints the median and range of the
 per-round ratios; where a command runs another number of events than the first (another fabric
-size), also the ratio of their costs per event, per round (issue 17's item 2).
+size), also the ratio of their costs per event, per round (issue 17's item 2). Where the runs
+print the event loop's CPU time (`fabtwin bench`), it prints the median user and system seconds
+per command, and the cost per event on user time too: system time is mostly the kernel zeroing
+memory first touched, which a virtual machine's host can make vary from run to run.
 
 usage: scripts/alternate_runs.py ROUNDS LABEL=COMMAND [LABEL=COMMAND ...]
 e.g.:  scripts/alternate_runs.py 8 'one=build/fabtwin bench --threads 1' \\
@@ -21,11 +24,12 @@ SECONDS = (re.compile(r"events in ([0-9.]+) s wall"), re.compile(r"^wall time\s+
 FINGERPRINT = re.compile(r"^fingerprint\s+([0-9a-f]+)", re.M)
 PEAK_MEMORY = re.compile(r"^peak memory\s+([0-9.]+) MB", re.M)
 EVENTS = (re.compile(r"engine\s+([0-9]+) events in"), re.compile(r"^events\s+([0-9]+)$", re.M))
+CPU = re.compile(r"^cpu time\s+([0-9.]+) s user, ([0-9.]+) s system", re.M)
 
 
 def one_run(label, command):
-    """The event-loop seconds, fingerprint (or None), peak memory in MB (or None) and events (or
-    None) of one run."""
+    """The event-loop seconds, fingerprint (or None), peak memory in MB (or None), events (or
+    None) and the event loop's (user, system) CPU seconds (or None) of one run."""
     run = subprocess.run(command, shell=True, capture_output=True, text=True)
     if run.returncode != 0:
         sys.exit(f"{label}: `{command}` exited with {run.returncode}:\n{run.stderr}")
@@ -35,8 +39,10 @@ def one_run(label, command):
     fingerprint = FINGERPRINT.search(run.stdout)
     memory = PEAK_MEMORY.search(run.stdout)
     events = next((int(m.group(1)) for m in (p.search(run.stdout) for p in EVENTS) if m), None)
+    cpu = CPU.search(run.stdout)
     return (seconds, fingerprint.group(1) if fingerprint else None,
-            float(memory.group(1)) if memory else None, events)
+            float(memory.group(1)) if memory else None, events,
+            (float(cpu.group(1)), float(cpu.group(2))) if cpu else None)
 
 
 def main(argv):
@@ -48,11 +54,13 @@ def main(argv):
     fingerprints = {label: set() for label, _ in commands}
     memory = {label: [] for label, _ in commands}
     events = {label: [] for label, _ in commands}
+    cpu = {label: [] for label, _ in commands}
     for _ in range(rounds):
         for label, command in commands:
-            wall, fingerprint, megabytes, count = one_run(label, command)
+            wall, fingerprint, megabytes, count, user_system = one_run(label, command)
             seconds[label].append(wall)
             events[label].append(count)
+            cpu[label].append(user_system)
             if fingerprint:
                 fingerprints[label].add(fingerprint)
             if megabytes is not None:
@@ -71,12 +79,22 @@ def main(argv):
                              zip(seconds[first], seconds[label], events[first], events[label])]
                 line += (f"; {label} / {first} per event: median {statistics.median(per_event):.2f}, "
                          f"range {min(per_event):.2f} - {max(per_event):.2f}")
+                if all(cpu[first]) and all(cpu[label]):
+                    per_event = [(b[0] / m) / (a[0] / n) for a, b, n, m in
+                                 zip(cpu[first], cpu[label], events[first], events[label])]
+                    line += (f", on user time: median {statistics.median(per_event):.2f}, "
+                             f"range {min(per_event):.2f} - {max(per_event):.2f}")
         if len(fingerprints[label]) == 1:
             line += f"; fingerprint {next(iter(fingerprints[label]))}"
         elif fingerprints[label]:
             line += f"; FINGERPRINTS DIFFER between rounds: {' '.join(sorted(fingerprints[label]))}"
         if memory[label]:
             line += f"; peak memory {max(memory[label]):.1f} MB"
+        if all(cpu[label]):
+            system = [s for _, s in cpu[label]]
+            line += (f"; cpu median {statistics.median(u for u, _ in cpu[label]):.3f} s user, "
+                     f"{statistics.median(system):.3f} s system (range {min(system):.3f} - "
+                     f"{max(system):.3f})")
         print(line)
 
 

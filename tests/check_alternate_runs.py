@@ -9,8 +9,10 @@ import sys
 
 def main(script):
     runs = {
-        "a": 'printf "events 100\\nwall time 1.000 s\\nfingerprint aa\\n"',
-        "b": 'printf "events 200\\nwall time 3.000 s\\nfingerprint bb\\n"',
+        "a": 'printf "events 100\\nwall time 1.000 s\\n'
+             'cpu time 0.900 s user, 0.100 s system (the event loop, all threads)\\nfingerprint aa\\n"',
+        "b": 'printf "events 200\\nwall time 3.000 s\\n'
+             'cpu time 2.400 s user, 0.600 s system (the event loop, all threads)\\nfingerprint bb\\n"',
         "c": 'printf "engine      100 events in 2.000 s wall on 1 thread(s)\\n"',
     }
     out = subprocess.run([sys.executable, script, "2"] + [f"{k}={v}" for k, v in runs.items()],
@@ -18,14 +20,16 @@ def main(script):
     lines = {line.split(":")[0]: line for line in out.splitlines() if ": median" in line}
     expected = {
         "b": ["a / b per round: median 0.33", "b / a per event: median 1.50, range 1.50 - 1.50",
-              "fingerprint bb"],
+              "on user time: median 1.33, range 1.33 - 1.33", "fingerprint bb",
+              "cpu median 2.400 s user, 0.600 s system (range 0.600 - 0.600)"],
+        "a": ["cpu median 0.900 s user, 0.100 s system"],
         "c": ["a / c per round: median 0.50"],
     }
     failures = [f"{label}: '{text}' not in: {lines.get(label)}"
                 for label, texts in expected.items() for text in texts
                 if text not in lines.get(label, "")]
-    if "per event" in lines.get("c", ""):
-        failures.append(f"c runs as many events as a, yet: {lines['c']}")
+    if "per event" in lines.get("c", "") or "cpu" in lines.get("c", ""):
+        failures.append(f"c runs as many events as a and prints no CPU time, yet: {lines['c']}")
     if failures:
         sys.exit("\n".join(failures))
     print("alternate_runs: ratios per round and per event as expected")

@@ -1,5 +1,7 @@
 #include "models/fabric/fabric.h"
 
+#include <sys/resource.h>
+
 #include <array>
 #include <chrono>
 #include <cstring>
@@ -13,6 +15,17 @@
 namespace fabtwin {
 
 namespace {
+
+// CPU time the process has used so far, every thread together: (user, system) seconds.
+std::pair<double, double> process_cpu_seconds() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  const auto seconds = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6;
+  };
+  return {seconds(usage.ru_utime), seconds(usage.ru_stime)};
+}
+
 // Events that cross to another rank: a packet arrival travels as the event plus a copy of
 // the packet (the copy lands in the receiving partition's pool, the original returns to its
 // own); any other event (GPU nodes' slot credits and barriers) carries only values.
@@ -244,9 +257,11 @@ void Fabric::add_connection_qps() {
 }
 
 RunResult Fabric::run(const Simulator::Progress& progress) {
+  const auto [user_start, system_start] = process_cpu_seconds();
   const auto wall_start = std::chrono::steady_clock::now();
   const RunCounters counters = sim_->run(run_.end, progress, run_.threads);
   const auto wall_end = std::chrono::steady_clock::now();
+  const auto [user_end, system_end] = process_cpu_seconds();
   // A run a check stopped is at its checkpoint: pauses still open end there.
   const Time stopped = counters.stop_reason.empty() ? counters.last_event_time : counters.stop_time;
   for (size_t v = 0; v < spec_.topology.nodes.size(); ++v) {
@@ -269,6 +284,8 @@ RunResult Fabric::run(const Simulator::Progress& progress) {
   r.deadlock.detection_time = spec_.deadlock.detection_time;
   r.deadlock.check_interval = spec_.deadlock.check_interval;
   r.wall_seconds = std::chrono::duration<double>(wall_end - wall_start).count();
+  r.cpu_user_seconds = user_end - user_start;
+  r.cpu_system_seconds = system_end - system_start;
   PacketPool::return_packets(pools_);
   for (const PacketPool& pool : pools_) r.peak_packets_in_pool += pool.capacity();
   r.partitions = static_cast<int>(partitioning_.partitions);

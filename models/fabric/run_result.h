@@ -268,8 +268,14 @@ struct RunResult {
   std::string stop_reason;   // "deadlock" when the detector stopped the run, else empty
   Time stop_time{};          // the checkpoint it stopped at
   double wall_seconds = 0;   // wall clock (the only non-deterministic figure)
-  std::string run_id;        // one invocation's files share it (set by whoever writes them)
-  int threads = 1;           // engine figures, like wall time: not part of the results
+  // The event loop's CPU time, every thread of the process together (getrusage), in user mode
+  // and in the kernel; like wall time, not part of the results. The kernel's share is mostly the
+  // first touch of memory the run grows into: on a virtual machine whose host backs the guest's
+  // memory lazily it varies run to run (docs/performance.md, "What the host adds").
+  double cpu_user_seconds = 0;
+  double cpu_system_seconds = 0;
+  std::string run_id;  // one invocation's files share it (set by whoever writes them)
+  int threads = 1;     // engine figures, like wall time: not part of the results
   int partitions = 1;
   std::string partitioner = "bfs";  // the cut that ran (run.partitioner, or bfs as its fallback)
   int cut_links = 0;                // links between partitions

@@ -95,6 +95,8 @@ int command_bench(const std::vector<std::string>& args) {
   std::printf("events              %llu\n", static_cast<unsigned long long>(r.events));
   std::printf("data packets        %lld\n", static_cast<long long>(r.data_packets_sent));
   std::printf("wall time           %.3f s\n", r.wall_seconds);
+  std::printf("cpu time            %.3f s user, %.3f s system (the event loop, all threads)\n",
+              r.cpu_user_seconds, r.cpu_system_seconds);
   std::printf("events/s            %.3f M\n", f.events_per_second / 1e6);
   std::printf("data packets/s      %.1f k\n", f.data_packets_per_second / 1e3);
   std::printf("peak memory         %.1f MB (process RSS; %.1f MB before building the fabric)\n",
