@@ -229,7 +229,7 @@ TEST_CASE("a thread with no bursts of its own left takes another partition's, sa
 
 namespace {
 
-// Foreground work for itself, `step` apart, each event taking `spin` of wall time.
+// Foreground work for itself, 10 ps apart, each event taking `spin` of wall time.
 class SlowWorker : public Component {
  public:
   explicit SlowWorker(std::chrono::microseconds spin) : Component("worker"), spin_(spin) {}
