@@ -164,10 +164,10 @@ TEST_CASE("an egress port marks above Kmin only where ECN is on, and serves PFC 
           "[ecn][pfc]") {
   EgressPort port;
   const RedMarking red{5'000, 200'000, 0.01};
-  port.set_marking(false, red, 2);
+  port.set_marking(false, red);
   CHECK_FALSE(port.may_mark(INT64_MAX - 1));  // no queue depth marks
-  CHECK(port.curve() == 2);                   // its owner's curve number 2
-  port.set_marking(true, red, 2);
+  CHECK(port.red() == red);
+  port.set_marking(true, red);
   CHECK_FALSE(port.may_mark(5'000));
   CHECK(port.may_mark(5'001));
 

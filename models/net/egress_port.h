@@ -60,8 +60,8 @@ struct alignas(64) EgressPort {
   Time busy_time{};         // total time spent serializing (utilization)
 
  private:
-  // RED/ECN: a queue deeper than this (bytes) may mark: Kmin of the port's curve where the
-  // egress marks, never where it does not (set_marking() sets both).
+  // RED/ECN: a queue deeper than this (bytes) may mark: Kmin of red_ where the egress marks,
+  // never where it does not (set_marking() sets both).
   int64_t mark_above_ = INT64_MAX;
 
  public:
@@ -78,10 +78,6 @@ struct alignas(64) EgressPort {
 
  private:
   bool pause_waiting_ = false;  // pending_pause_ is not empty
-  // The RED curve: its index among its owner's curves. A decision above Kmin reads it on this
-  // line; the curve itself (24 bytes) does not fit here, and a line of its own per port would be
-  // one miss more per decision (docs/performance.md, "The RED curve by index").
-  uint8_t curve_ = 0;
 
  public:
   const SchedulerConfig* scheduler = nullptr;  // null: strict priority only
@@ -90,16 +86,14 @@ struct alignas(64) EgressPort {
   BitsPerSec rate{};
   std::vector<PauseInterval> pause_intervals;
 
-  // RED/ECN marking at this egress: on (`ecn`) with `curve`, which is its owner's curve number
-  // `index`, or off.
-  void set_marking(bool ecn, const RedMarking& curve, uint8_t index) {
-    curve_ = index;
+  // RED/ECN marking at this egress: on (`ecn`) with `curve`, or off.
+  void set_marking(bool ecn, const RedMarking& curve) {
+    red_ = curve;
     mark_above_ = ecn ? curve.kmin : INT64_MAX;
   }
-  // Whether a queue of `queue_bytes` may mark (ECN on and above Kmin); the curve numbered
-  // curve() among the owner's then decides.
+  // Whether a queue of `queue_bytes` may mark (ECN on and above Kmin); red() then decides.
   bool may_mark(int64_t queue_bytes) const { return queue_bytes > mark_above_; }
-  uint8_t curve() const { return curve_; }
+  const RedMarking& red() const { return red_; }
 
   // PFC frames waiting to go out ahead of any queue, first come first served.
   bool pause_waiting() const { return pause_waiting_; }
@@ -229,6 +223,7 @@ struct alignas(64) EgressPort {
   }
 
  private:
+  RedMarking red_;
   std::vector<std::pair<uint8_t, uint16_t>> pending_pause_;  // (priority, quanta)
 };
 

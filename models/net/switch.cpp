@@ -50,25 +50,13 @@ void Switch::add_route_update(Time at, ForwardingTable table) {
   route_updates_.emplace_back(at, std::move(table));
 }
 
-uint8_t Switch::curve_index(const RedMarking& curve) {
-  auto it = std::find(curves_.begin(), curves_.end(), curve);
-  if (it == curves_.end()) {
-    if (curves_.size() > UINT8_MAX) {
-      throw std::length_error("switch " + name() + ": more than 256 RED curves (link rates)");
-    }
-    it = curves_.insert(curves_.end(), curve);
-  }
-  return static_cast<uint8_t>(it - curves_.begin());
-}
-
 void Switch::begin() {
   std::vector<int64_t> headroom(ports_.size());
   for (size_t i = 0; i < ports_.size(); ++i) {
     EgressPort& port = ports_[i];
     headroom[i] = config_.port_headroom(port.rate, port.delay);
     port.scheduler = &config_.scheduler;
-    const RedMarking curve = config_.red_for(port.rate);
-    port.set_marking(config_.ecn, curve, curve_index(curve));
+    port.set_marking(config_.ecn, config_.red_for(port.rate));
   }
   buffer_ = std::make_unique<SharedBuffer>(config_.mmu, std::move(headroom), rewrites_);
   for (uint32_t i = 0; i < ports_.size(); ++i) {

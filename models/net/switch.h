@@ -94,7 +94,7 @@ class Switch final : public NetworkNode {
   // judged from its queue entry (`ect`), and its mark goes with its arrival (kArrivalMarked).
   [[gnu::always_inline]] bool marks_above_kmin(EgressPort& port, int priority, int64_t queue_bytes,
                                                bool ect) {
-    if (!curves_[port.curve()].should_mark(queue_bytes, rng())) return false;
+    if (!port.red().should_mark(queue_bytes, rng())) return false;
     if (!ect) return false;  // only ECN-capable transport is marked
     ++port.counters[priority].ecn_marks;
     return true;
@@ -129,8 +129,6 @@ class Switch final : public NetworkNode {
   void dequeue(uint32_t port_index, int prio, int group);
   bool lost_in_flight(uint32_t port, Packet* p);
   void set_link(uint32_t port, bool up);
-  // The number of `curve` among curves_ (added there if new).
-  uint8_t curve_index(const RedMarking& curve);
 
   // What a frame reads of the switch comes first, on four cache lines (with the component's
   // first two: fingerprint, sequence and ports): a fabric of hundreds of switches does not keep
@@ -146,8 +144,6 @@ class Switch final : public NetworkNode {
   std::unique_ptr<SharedBuffer> buffer_;
   // PFC each ingress port sends upstream as its priority groups cross XOFF and XON.
   PauseSenders pause_senders_;
-  // The RED curves of its ports (one per link rate), which each port names by index.
-  alignas(64) std::vector<RedMarking> curves_;
   // Then the forwarding lookup (the table's first line), and the configuration's DSCP map,
   // flags, scheduler and lossless groups (its first two lines).
   alignas(64) ForwardingTable forwarding_;
