@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """Wall-clock comparisons the way docs/performance.md takes them: the commands given run in turn,
 round after round, so that a shared machine's slow and fast minutes fall on all of them alike.
+Every other round runs them in reverse order: on the development VM the first of two large runs
+in a row paid several times the second's system time (the host backing fresh memory), which
+favoured whichever command came second.
 Each run's event-loop seconds are read from its output (the engine line of `fabtwin run`, or the
 `wall time` line of `fabtwin bench`). At the end it prints, per command, the median and the
 fastest run, the fingerprint (flagged where one command's runs disagree) and, for `fabtwin bench`,
@@ -55,8 +58,8 @@ def main(argv):
     memory = {label: [] for label, _ in commands}
     events = {label: [] for label, _ in commands}
     cpu = {label: [] for label, _ in commands}
-    for _ in range(rounds):
-        for label, command in commands:
+    for round_index in range(rounds):
+        for label, command in commands if round_index % 2 == 0 else reversed(commands):
             wall, fingerprint, megabytes, count, user_system = one_run(label, command)
             seconds[label].append(wall)
             events[label].append(count)

@@ -1,10 +1,13 @@
 """scripts/alternate_runs.py on stand-in runs whose times and event counts are known: the ratio
-per round, and the ratio of costs per event only where the event counts differ.
+per round, and the ratio of costs per event only where the event counts differ; and the order
+of the runs, reversed every other round.
 
 usage: check_alternate_runs.py SCRIPT
 """
+import os
 import subprocess
 import sys
+import tempfile
 
 
 def main(script):
@@ -30,6 +33,15 @@ def main(script):
                 if text not in lines.get(label, "")]
     if "per event" in lines.get("c", "") or "cpu" in lines.get("c", ""):
         failures.append(f"c runs as many events as a and prints no CPU time, yet: {lines['c']}")
+    with tempfile.TemporaryDirectory() as folder:
+        order = os.path.join(folder, "order")
+        runs = {k: f'echo {k} >> {order}; printf "wall time 1.000 s\\n"' for k in "abc"}
+        subprocess.run([sys.executable, script, "3"] + [f"{k}={v}" for k, v in runs.items()],
+                       capture_output=True, text=True, check=True)
+        with open(order) as f:
+            ran = f.read().split()
+        if ran != list("abccbaabc"):
+            failures.append(f"runs not in the order a b c, then c b a, then a b c: {ran}")
     if failures:
         sys.exit("\n".join(failures))
     print("alternate_runs: ratios per round and per event as expected")
