@@ -495,12 +495,14 @@ TEST_CASE("the packet pool gives each packet a cache line and grows in huge-page
   for (Packet* p : taken) pool.release(p);
 }
 
-TEST_CASE("a packet released in another partition's pool returns home at the boundary",
-          "[packet]") {
+TEST_CASE(
+    "a packet released in another partition's pool stays there, and balance() moves "
+    "free batches to the pools that take",
+    "[packet]") {
   std::deque<PacketPool> pools;
-  pools.emplace_back(0, 2);
-  pools.emplace_back(1, 2);
-  // Pool 0's first block, all taken; half of it ends its life in pool 1, half at home.
+  pools.emplace_back(0);
+  pools.emplace_back(1);
+  // Pool 0's first block, all taken; half of it ends its life in pool 1, half in pool 0.
   std::vector<Packet*> taken;
   for (int i = 0; i < 4096; ++i) {
     taken.push_back(pools[0].acquire());
@@ -510,26 +512,64 @@ TEST_CASE("a packet released in another partition's pool returns home at the bou
   const std::set<Packet*> away(taken.begin(), taken.begin() + 2048);
   for (Packet* p : away) pools[1].release(p);
   for (size_t i = 2048; i < taken.size(); ++i) pools[0].release(taken[i]);
-  CHECK(pools[0].in_use() == 2048);  // not back before the boundary
-  CHECK(pools[1].in_use() == 0);
-  PacketPool::return_packets(pools);
-  CHECK(pools[0].in_use() == 0);
-  CHECK(pools[1].in_use() == 0);
-  // All 4,096 are pool 0's again, and no block is added.
+  CHECK(pools[0].in_use() == 2048);  // handed out 4,096, took back 2,048
+  CHECK(pools[1].in_use() == -2048);
+  CHECK(pools[0].free_packets() == 2048);
+  CHECK(pools[1].free_packets() == 2048);
+  // Pool 1 hands out the last packet released into it first: its line is the warmest.
+  Packet* warm = pools[1].acquire();
+  CHECK(warm == taken[2047]);
+  CHECK(warm->home == 1);
+  CHECK(warm->psn == 0);  // handed out fresh
+  pools[1].release(warm);
+  CHECK(pools[1].capacity() == 0);  // it grew nothing: it took what it was given
+
+  // Each pool holds its current list (256) and 7 full batches. Pool 0 took 4,096 packets in
+  // this window, so it wants 32 batches for the next; pool 1 took one, so it wants one and
+  // keeps one more to spare: balance() moves pool 1's other 5 batches to pool 0.
+  static_assert(PacketPool::kBatch == 256);
+  PacketPool::balance(pools);
+  CHECK(pools[0].free_packets() == 2048 + 5 * 256);
+  CHECK(pools[1].free_packets() == 3 * 256);
   std::set<Packet*> again;
-  for (int i = 0; i < 4096; ++i) {
+  for (int i = 0; i < 2048 + 5 * 256; ++i) {
     Packet* p = pools[0].acquire();
     CHECK(p->home == 0);
-    CHECK(p->psn == 0);  // handed out fresh
     again.insert(p);
   }
-  CHECK(again == std::set<Packet*>(taken.begin(), taken.end()));
-  CHECK(pools[0].capacity() == 4096);
-  CHECK(pools[0].in_use() == 4096);
-  Packet* beyond = pools[0].acquire();  // now a new block
+  CHECK(pools[0].capacity() == 4096);  // no block is added
+  std::set<Packet*> all(taken.begin(), taken.end());
+  for (Packet* p : again) CHECK(all.count(p) == 1);
+  Packet* beyond = pools[0].acquire();  // pool 0's stock is spent: now a new block
   CHECK(pools[0].capacity() == 4096 + 32768);
-  CHECK(again.count(beyond) == 0);
+  CHECK(all.count(beyond) == 0);
+
+  // A window in which neither pool takes anything moves nothing.
   pools[0].release(beyond);
+  PacketPool::balance(pools);
+  const int64_t free0 = pools[0].free_packets();
+  const int64_t free1 = pools[1].free_packets();
+  PacketPool::balance(pools);
+  CHECK(pools[0].free_packets() == free0);
+  CHECK(pools[1].free_packets() == free1);
   for (Packet* p : again) pools[0].release(p);
-  CHECK(pools[0].in_use() == 0);
+  CHECK(pools[0].in_use() + pools[1].in_use() == 0);  // every packet is free again
+}
+
+TEST_CASE("balance() leaves a pool that releases more than it takes no more than it needs",
+          "[packet]") {
+  // A sender (pool 0) takes 1,000 packets a window that all end their life in pool 1. Without
+  // balance() pool 0 would grow a block every 33 windows for ever; with it the packets go round.
+  std::deque<PacketPool> pools;
+  pools.emplace_back(0);
+  pools.emplace_back(1);
+  for (int window = 0; window < 200; ++window) {
+    std::vector<Packet*> sent;
+    for (int i = 0; i < 1000; ++i) sent.push_back(pools[0].acquire());
+    for (Packet* p : sent) pools[1].release(p);
+    PacketPool::balance(pools);
+  }
+  CHECK(pools[0].capacity() == 4096);  // the first block only
+  CHECK(pools[1].capacity() == 0);
+  CHECK(pools[0].in_use() + pools[1].in_use() == 0);
 }

@@ -94,11 +94,10 @@ Fabric::Fabric(FabricSpec spec, int threads, Transport* transport)
   partitioning_ =
       partition_run(topology, parts, distributed ? parts : run_.partitions, pcie, run_.partitioner);
   // A thread that runs several partitions runs them one after another, so on one thread they
-  // share one pool: a packet released is taken again while its line is still in cache, where a
-  // pool per partition held it in a return box until the window's end, and the pool holds one
-  // peak instead of one per partition. Ranks and threads need a pool each.
+  // share one pool, which holds one peak instead of one per partition. Ranks and threads need a
+  // pool each.
   const uint32_t pools = distributed || run_.threads > 1 ? partitioning_.partitions : 1;
-  for (uint32_t p = 0; p < pools; ++p) pools_.emplace_back(static_cast<uint16_t>(p), pools);
+  for (uint32_t p = 0; p < pools; ++p) pools_.emplace_back(static_cast<uint16_t>(p));
   const auto pool_of = [&](uint32_t partition) -> PacketPool& {
     return pools_[pools == 1 ? 0 : partition];
   };
@@ -157,7 +156,7 @@ Fabric::Fabric(FabricSpec spec, int threads, Transport* transport)
   sim_->set_lane_local([this, pools](size_t lane) {
     const size_t index = pools + lane;
     while (pools_.size() <= index) {
-      pools_.emplace_back(static_cast<uint16_t>(pools_.size()), pools_.size() + 1);
+      pools_.emplace_back(static_cast<uint16_t>(pools_.size()));
     }
     return static_cast<void*>(&pools_[index]);
   });
@@ -169,7 +168,7 @@ Fabric::Fabric(FabricSpec spec, int threads, Transport* transport)
     for (const Link& l : topology.links) shortest = std::min(shortest, l.delay);
     if (shortest >= kLocalityWindow && shortest < Time::max()) sim_->set_burst_window(shortest);
   }
-  sim_->set_between_windows([this] { PacketPool::return_packets(pools_); });
+  sim_->set_between_windows([this] { PacketPool::balance(pools_); });
   if (distributed) {
     auto codec = std::make_unique<PacketCodec>(pools_);
     const auto nodes = static_cast<ComponentId>(topology.nodes.size());
@@ -286,7 +285,6 @@ RunResult Fabric::run(const Simulator::Progress& progress) {
   r.wall_seconds = std::chrono::duration<double>(wall_end - wall_start).count();
   r.cpu_user_seconds = user_end - user_start;
   r.cpu_system_seconds = system_end - system_start;
-  PacketPool::return_packets(pools_);
   for (const PacketPool& pool : pools_) r.peak_packets_in_pool += pool.capacity();
   r.partitions = static_cast<int>(partitioning_.partitions);
   r.partitioner = partitioner_name(partitioning_.partitioner);

@@ -23,34 +23,47 @@ void PacketPool::grow() {
   if (memory == nullptr) throw std::bad_alloc();
   Packet* block = std::uninitialized_value_construct_n(static_cast<Packet*>(memory), count) - count;
   blocks_.emplace_back(block, FreeBlock{huge ? bytes : 0});
-  for (size_t i = 0; i < count; ++i) {
-    block[i].next_free = free_;
-    free_ = &block[i];
+  static_assert(kFirstBlock % kBatch == 0 && kHugePageBytes / sizeof(Packet) % kBatch == 0);
+  // Whole batches, the first packets of the block first.
+  for (size_t b = count / kBatch; b-- > 0;) {
+    Packet* batch = block + b * kBatch;
+    for (uint32_t i = 0; i + 1 < kBatch; ++i) batch[i].next_free = &batch[i + 1];
+    batches_.push_back(batch);
   }
   capacity_ += static_cast<int64_t>(count);
 }
 
-void PacketPool::return_later(Packet* p) {
-  if (p->home >= returns_.size()) returns_.resize(p->home + size_t{1});  // a lane's
-  ReturnBox& box = returns_[p->home];
-  p->next_free = box.head;
-  if (box.head == nullptr) box.tail = p;
-  box.head = p;
-  ++box.count;
+void PacketPool::refill() {
+  if (batches_.empty()) grow();
+  free_ = batches_.back();
+  batches_.pop_back();
+  free_count_ = kBatch;
 }
 
-void PacketPool::return_packets(std::deque<PacketPool>& pools) {
-  for (PacketPool& from : pools) {
-    for (size_t home = 0; home < from.returns_.size(); ++home) {
-      ReturnBox& box = from.returns_[home];
-      if (box.head == nullptr) continue;
-      PacketPool& to = pools[home];
-      box.tail->next_free = to.free_;
-      to.free_ = box.head;
-      to.in_use_ -= box.count;
-      box = ReturnBox{};
+void PacketPool::store_batch() {
+  batches_.push_back(free_);
+  free_ = nullptr;
+  free_count_ = 0;
+}
+
+void PacketPool::balance(std::deque<PacketPool>& pools) {
+  // Batches each pool wants for the next window, and those it can spare beyond that.
+  const auto wanted = [](const PacketPool& pool) {
+    return static_cast<size_t>((2 * pool.taken_ + kBatch - 1) / kBatch);
+  };
+  size_t donor = 0;
+  for (PacketPool& to : pools) {
+    const size_t want = wanted(to);
+    while (to.batches_.size() < want) {
+      while (donor < pools.size() && pools[donor].batches_.size() <= wanted(pools[donor]) + 1) {
+        ++donor;
+      }
+      if (donor == pools.size()) break;
+      to.batches_.push_back(pools[donor].batches_.back());
+      pools[donor].batches_.pop_back();
     }
   }
+  for (PacketPool& pool : pools) pool.taken_ = 0;
 }
 
 }  // namespace fabtwin

@@ -39,7 +39,7 @@ struct alignas(64) Packet {
   // switches (255 - ttl >= routing.ttl), the hop at which the real TTL would reach 0. A constant
   // start costs the sender nothing.
   uint8_t ttl = 255;
-  uint16_t home = 0;     // the pool (partition) it belongs to
+  uint16_t home = 0;     // the pool that handed it out
   uint32_t message = 0;  // connection QPs: on a message's last packet, 1 + its index on the QP
   // Data and CNP: when the NIC put it on the wire. ACK/NAK: the timestamp of the data packet
   // that triggered it, echoed for the requester's RTT sample.
@@ -61,65 +61,78 @@ inline bool is_ect(const Packet* p) {
 // A packet is one cache line; a new field must take the place of an old one.
 static_assert(sizeof(Packet) == 64);
 
-// Packets are recycled through a free list; blocks are never returned until the pool dies,
+// Packets are recycled through free lists; blocks are never returned until the pool dies,
 // so steady state allocates nothing per packet. Every packet sits on a cache line of its own.
 // The first block is small; every later one is a 2 MiB huge page of its own where the kernel
 // grants one (sim/huge_pages.h): a run that queues hundreds of thousands of packets reads them all
-// over the pool, and with 4 KiB pages nearly every such read also missed the TLB. Each partition
-// has its own pool; a packet that ends its life in another partition waits in a return box until
-// the next window boundary, when return_packets() hands it back to its home pool.
+// over the pool, and with 4 KiB pages nearly every such read also missed the TLB.
+//
+// Each partition (and each lane: Simulator::set_lane_local) has its own pool, and a packet is
+// released into the pool of the context it ends its life in, whichever pool handed it out: its
+// line is in this core's cache now, and the next packet this context takes is that one. (A
+// packet sent home to the pool that handed it out crossed between cores twice: to the core that
+// released it and back to the one that takes it again, on the 2-core host some 250 ns a line.)
+// Free packets are kept in batches of kBatch, so that between windows, when no partition runs,
+// balance() moves whole batches from pools that release more than they take to pools that take
+// more than they release, in O(1) a batch.
 class PacketPool {
  public:
-  explicit PacketPool(uint16_t index = 0, size_t pools = 1) : index_(index), returns_(pools) {}
+  static constexpr uint32_t kBatch = 256;  // packets in a full batch of free packets
+
+  explicit PacketPool(uint16_t index = 0) : index_(index) {}
 
   Packet* acquire() {
-    if (!free_) grow();
+    if (free_ == nullptr) [[unlikely]]
+      refill();
     Packet* p = free_;
     free_ = p->next_free;
-    // The next one, perhaps released long ago or in another partition, is fetched for writing
-    // now (docs/performance.md, "Two events ahead").
+    --free_count_;
+    // The next one, perhaps released long ago, is fetched for writing now (docs/performance.md,
+    // "Two events ahead").
     if (free_ != nullptr) __builtin_prefetch(free_, 1);
     *p = Packet{};
     p->home = index_;
     ++in_use_;
+    ++taken_;
     return p;
   }
   void release(Packet* p) {
-    if (p->home != index_) {
-      return_later(p);
-      return;
-    }
+    if (free_count_ == kBatch) [[unlikely]]
+      store_batch();
     p->next_free = free_;
     free_ = p;
+    ++free_count_;
     --in_use_;
   }
-  // Between windows only: moves the packets other pools released back to their homes.
-  static void return_packets(std::deque<PacketPool>& pools);
+  // Between windows only: gives each pool that took packets in the window that ended at least
+  // twice as many free ones for the next, in whole batches from pools with more than that.
+  static void balance(std::deque<PacketPool>& pools);
 
+  // Packets handed out less those released into this pool: the sum over a run's pools is the
+  // number alive (one pool's own can be negative, where it releases more than it takes).
   int64_t in_use() const { return in_use_; }
   int64_t capacity() const { return capacity_; }
+  // Free packets held, in the current list and in full batches.
+  int64_t free_packets() const {
+    return free_count_ + static_cast<int64_t>(batches_.size()) * kBatch;
+  }
 
  private:
+  void refill();
   void grow();
-  // Into the return box of the packet's home pool, chained through the packet, whose line this
-  // thread holds already: the boundary splices the chain into the home pool's free list
-  // without reading the packets.
-  [[gnu::noinline]] void return_later(Packet* p);
+  void store_batch();
   struct FreeBlock {
     size_t huge_bytes = 0;  // 0: the block came from the heap
     void operator()(Packet* block) const;
   };
   uint16_t index_;
-  struct ReturnBox {
-    Packet* head = nullptr;
-    Packet* tail = nullptr;
-    int64_t count = 0;
-  };
-  std::vector<ReturnBox> returns_;             // [home pool]
   static constexpr size_t kFirstBlock = 4096;  // packets: 256 KiB
   std::vector<std::unique_ptr<Packet[], FreeBlock>> blocks_;
-  Packet* free_ = nullptr;
+  Packet* free_ = nullptr;        // the list packets are taken from and released to
+  uint32_t free_count_ = 0;       // packets in it, at most kBatch
+  std::vector<Packet*> batches_;  // full batches: lists of kBatch packets each
   int64_t in_use_ = 0;
+  int64_t taken_ = 0;  // packets handed out since the last balance()
   int64_t capacity_ = 0;
 };
 
