@@ -104,8 +104,9 @@ class PacketPool {
     ++free_count_;
     --in_use_;
   }
-  // Between windows only: gives each pool that took packets in the window that ended at least
-  // twice as many free ones for the next, in whole batches from pools with more than that.
+  // Between windows only: tops each pool's full batches up to twice the packets it took in the
+  // window that ended, as far as other pools hold more than that for themselves and one batch
+  // to spare.
   static void balance(std::deque<PacketPool>& pools);
 
   // Packets handed out less those released into this pool: the sum over a run's pools is the
