@@ -13,8 +13,10 @@ size), also the ratio of their costs per event, per round (issue 17's item 2). W
 print the event loop's CPU time (`fabtwin bench`), it prints the median user and system seconds
 per command, and the cost per event on user time too: system time is mostly the kernel zeroing
 memory first touched, which a virtual machine's host can make vary from run to run.
+Each --pair=A/B prints the same per-round ratios of A against B, for two commands neither of
+which is the first (issue 17's items from one set: k16/k8 per event, one/two, n1/n2).
 
-usage: scripts/alternate_runs.py ROUNDS LABEL=COMMAND [LABEL=COMMAND ...]
+usage: scripts/alternate_runs.py ROUNDS LABEL=COMMAND [LABEL=COMMAND ...] [--pair=A/B ...]
 e.g.:  scripts/alternate_runs.py 8 'one=build/fabtwin bench --threads 1' \\
                                     'two=build/fabtwin bench --threads 2'
 """
@@ -48,11 +50,33 @@ def one_run(label, command):
             (float(cpu.group(1)), float(cpu.group(2))) if cpu else None)
 
 
+def ratios(seconds, events, cpu, a, b):
+    """The per-round ratios of command a's time to b's, as text; where their event counts
+    differ, also b's cost per event over a's, on the wall clock and (where printed) user time."""
+    per_round = [x / y for x, y in zip(seconds[a], seconds[b])]
+    text = (f"{a} / {b} per round: median {statistics.median(per_round):.2f}, "
+            f"range {min(per_round):.2f} - {max(per_round):.2f}")
+    if all(events[a]) and all(events[b]) and events[b] != events[a]:
+        per_event = [(y / m) / (x / n) for x, y, n, m in zip(seconds[a], seconds[b], events[a], events[b])]
+        text += (f"; {b} / {a} per event: median {statistics.median(per_event):.2f}, "
+                 f"range {min(per_event):.2f} - {max(per_event):.2f}")
+        if all(cpu[a]) and all(cpu[b]):
+            per_event = [(y[0] / m) / (x[0] / n) for x, y, n, m in zip(cpu[a], cpu[b], events[a], events[b])]
+            text += (f", on user time: median {statistics.median(per_event):.2f}, "
+                     f"range {min(per_event):.2f} - {max(per_event):.2f}")
+    return text
+
+
 def main(argv):
+    pairs = [a[len("--pair="):].split("/", 1) for a in argv[2:] if a.startswith("--pair=")]
+    argv = [a for a in argv if not a.startswith("--pair=")]
     if len(argv) < 3 or not argv[1].isdigit() or any("=" not in a for a in argv[2:]):
         sys.exit(__doc__)
     rounds = int(argv[1])
     commands = [a.split("=", 1) for a in argv[2:]]
+    labels = [label for label, _ in commands]
+    if any(len(p) != 2 or p[0] not in labels or p[1] not in labels for p in pairs):
+        sys.exit(f"--pair=A/B names two of the labels {', '.join(labels)}\n\n{__doc__}")
     seconds = {label: [] for label, _ in commands}
     fingerprints = {label: set() for label, _ in commands}
     memory = {label: [] for label, _ in commands}
@@ -73,20 +97,7 @@ def main(argv):
     for label, _ in commands:
         line = f"{label}: median {statistics.median(seconds[label]):.3f} s, fastest {min(seconds[label]):.3f} s"
         if label != first:
-            ratios = [a / b for a, b in zip(seconds[first], seconds[label])]
-            line += (f"; {first} / {label} per round: median {statistics.median(ratios):.2f}, "
-                     f"range {min(ratios):.2f} - {max(ratios):.2f}")
-            counted = all(events[first]) and all(events[label])
-            if counted and events[label] != events[first]:
-                per_event = [(b / m) / (a / n) for a, b, n, m in
-                             zip(seconds[first], seconds[label], events[first], events[label])]
-                line += (f"; {label} / {first} per event: median {statistics.median(per_event):.2f}, "
-                         f"range {min(per_event):.2f} - {max(per_event):.2f}")
-                if all(cpu[first]) and all(cpu[label]):
-                    per_event = [(b[0] / m) / (a[0] / n) for a, b, n, m in
-                                 zip(cpu[first], cpu[label], events[first], events[label])]
-                    line += (f", on user time: median {statistics.median(per_event):.2f}, "
-                             f"range {min(per_event):.2f} - {max(per_event):.2f}")
+            line += "; " + ratios(seconds, events, cpu, first, label)
         if len(fingerprints[label]) == 1:
             line += f"; fingerprint {next(iter(fingerprints[label]))}"
         elif fingerprints[label]:
@@ -99,6 +110,8 @@ def main(argv):
                      f"{statistics.median(system):.3f} s system (range {min(system):.3f} - "
                      f"{max(system):.3f})")
         print(line)
+    for a, b in pairs:
+        print(f"pair {ratios(seconds, events, cpu, a, b)}")
 
 
 if __name__ == "__main__":
