@@ -12,6 +12,7 @@ FUZZ_SMOKE_RUNS    ?= 200000
 FUZZ_SMOKE_SECONDS ?= 120
 FUZZ_CORPUS        ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/fabtwin/fuzz-corpus
 ASAN_BUILD         ?= build-asan
+TSAN_BUILD         ?= build-tsan
 
 DEBIAN_PACKAGES = build-essential cmake pkg-config \
   libboost-graph-dev libboost-program-options-dev libtbb-dev libhdf5-dev \
@@ -26,7 +27,7 @@ SUDO = $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: all setup configure build run test bench bench-setup bench-queue bench-nccl validate sweep-examples \
   calibrate-examples \
-  format clean fuzz-build fuzz fuzz-smoke asan
+  format clean fuzz-build fuzz fuzz-smoke asan tsan
 
 all: build
 
@@ -97,6 +98,17 @@ asan: setup
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --output-on-failure -j $(JOBS) -R '^mpi/'
 
+# The whole test suite under ThreadSanitizer (gcc), in a build folder of its own: the window
+# workers' claims and barrier, burst stealing and the packet pools of the parallel runner, and
+# every test that runs on several threads or ranks. libtbb is not instrumented: tests/tsan.supp.
+# docs/hardening.md says what it checks and what it found.
+tsan: setup
+	@[ -f $(TSAN_BUILD)/CMakeCache.txt ] || cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DCMAKE_CXX_FLAGS="-fsanitize=thread -fno-omit-frame-pointer"
+	cmake --build $(TSAN_BUILD) -j $(JOBS)
+	cd $(TSAN_BUILD) && TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp" \
+	  ctest --output-on-failure -j $(JOBS)
+
 validate: build
 	$(BUILD)/fabtwin validate
 
@@ -162,4 +174,4 @@ format:
 	clang-format -i $$(git ls-files '*.cpp' '*.h')
 
 clean:
-	rm -rf $(BUILD) $(FUZZ_BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(FUZZ_BUILD) $(ASAN_BUILD) $(TSAN_BUILD)

@@ -25,15 +25,17 @@ uintptr_t round_down(uintptr_t x) {
   return x & ~(kHugePageBytes - 1);
 }
 
-bool under_valgrind() {
-#ifdef RUNNING_ON_VALGRIND
-  return RUNNING_ON_VALGRIND != 0;
-#else
+}  // namespace
+
+bool allocations_come_from_glibc_heap() {
+#if !defined(__GLIBC__) || defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
   return false;
+#elif defined(RUNNING_ON_VALGRIND)
+  return RUNNING_ON_VALGRIND == 0;
+#else
+  return true;
 #endif
 }
-
-}  // namespace
 
 void* map_huge_pages(size_t bytes) {
   // Map one huge page more than asked and cut the mapping back to an aligned range.
@@ -60,7 +62,7 @@ void unmap_huge_pages(void* memory, size_t bytes) {
 size_t advise_heap_huge_pages(size_t reserve) {
   const char* setting = std::getenv("FABTWIN_HUGE_PAGES");
   if (setting != nullptr && std::strcmp(setting, "0") == 0) return 0;
-  if (under_valgrind()) return 0;  // its heap is a few megabytes: the growth would fail loudly
+  if (!allocations_come_from_glibc_heap()) return 0;
 #if defined(__GLIBC__) && defined(M_TOP_PAD) && defined(MADV_HUGEPAGE)
   // No trimming (mallopt(3): -1 turns it off): the advised range stays in the heap once freed,
   // rather than being returned and grown again without the advice.

@@ -2,6 +2,7 @@
 // known cycle, shortest-path fabrics without one, labels, priorities and link failures.
 #include <unistd.h>
 
+#include <tbb/global_control.h>
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
@@ -430,4 +431,25 @@ TEST_CASE(
   CHECK(j["cycle_found"] == true);
   CHECK(j["failures"][1]["cases"] == 496);
   CHECK(j["failures"][1]["listed"].size() == listed.size());
+}
+
+TEST_CASE("the failure cases' analysis is the same on one TBB thread as on all of them",
+          "[deadlock]") {
+  // The cases run in a tbb::parallel_for, each into a slot of its own; ThreadSanitizer cannot
+  // follow libtbb's hand-over (tests/tsan.supp), so this is the check that they do not interfere.
+  const FabricSpec spec = FabricSpec::resolve(load_scenario(write_temp("fat_tree_tbb.json", R"({
+    "topology": {"type": "fat_tree", "k": 4},
+    "traffic": [{"type": "permutation", "size": "1MB"}]
+  })")));
+  DeadlockOptions options;
+  options.failures = 2;
+  const RouteFunction routes = policy_routes(spec.topology, spec.routing);
+  const nlohmann::json all = deadlock_json(analyse_deadlocks(spec, routes, options), spec);
+  nlohmann::json one;
+  {
+    const tbb::global_control serial(tbb::global_control::max_allowed_parallelism, 1);
+    one = deadlock_json(analyse_deadlocks(spec, routes, options), spec);
+  }
+  CHECK(all.dump().size() > 1000);
+  CHECK(one == all);
 }

@@ -36,6 +36,7 @@ TEST_CASE("a whole run over the verbs transport (fake provider): three ranks, ev
   std::vector<int> status(3, -1);
   std::vector<std::string> errors(3);
   std::vector<std::ostringstream> said(3);
+  std::vector<VerbsSettings> settings(3);  // checked after the join: Catch2 asserts on one thread
   std::vector<std::thread> threads;
   int64_t planned = 0;
   for (int r = 0; r < 3; ++r) {
@@ -53,9 +54,7 @@ TEST_CASE("a whole run over the verbs transport (fake provider): three ranks, ev
           for (const PlannedMessage& m : run.plan.messages) planned += m.size.count;
         }
         VerbsSettings v = verbs_settings(run.config, run.plan);
-        CHECK(v.verb == (verb == "send" ? VerbsVerb::Send : VerbsVerb::Write));
-        CHECK(v.tx_depth == 16);
-        CHECK(v.inline_size == 220);
+        settings[r] = v;
         v.device = "fake_" + std::to_string(r);
         v.provider = provider;
         const auto transport = make_verbs_transport(v);
@@ -67,6 +66,11 @@ TEST_CASE("a whole run over the verbs transport (fake provider): three ranks, ev
     });
   }
   for (std::thread& t : threads) t.join();
+  for (const VerbsSettings& v : settings) {
+    CHECK(v.verb == (verb == "send" ? VerbsVerb::Send : VerbsVerb::Write));
+    CHECK(v.tx_depth == 16);
+    CHECK(v.inline_size == 220);
+  }
   CHECK(errors == std::vector<std::string>(3, ""));
   CHECK(status == std::vector<int>{0, 0, 0});
   CHECK_THAT(said[0].str(), Catch::Contains("10 of 10 completed") && Catch::Contains("verbs"));
