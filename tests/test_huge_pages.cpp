@@ -70,7 +70,7 @@ TEST_CASE("the heap is advised for huge pages, unless the environment says no", 
     return;
   }
   if (!allocations_come_from_glibc_heap()) {
-    WARN("malloc is not glibc's here (a sanitizer build): its heap is not advised");
+    WARN("malloc is not glibc's here (a sanitizer build, or valgrind): its heap is not advised");
     CHECK(advise_heap_huge_pages(size_t{64} << 20) == 0);
     return;
   }
