@@ -388,16 +388,29 @@ TEST_CASE("the count limit stops the cycle search and says so", "[deadlock]") {
   CHECK(search.cycles.empty());
 }
 
+namespace {
+
+// A k=4 fat-tree with a permutation of 1 MB flows, and the analysis under up to two failures.
+FabricSpec fat_tree_k4_permutation() {
+  return FabricSpec::resolve(load_scenario(write_temp("fat_tree.json", R"({
+    "topology": {"type": "fat_tree", "k": 4},
+    "traffic": [{"type": "permutation", "size": "1MB"}]
+  })")));
+}
+DeadlockOptions up_to_two_failures() {
+  DeadlockOptions options;
+  options.failures = 2;
+  return options;
+}
+
+}  // namespace
+
 TEST_CASE(
     "deadlock analysis of a fat-tree scenario: none whole or under single failures, "
     "valleys under some double failures",
     "[deadlock]") {
-  const FabricSpec spec = FabricSpec::resolve(load_scenario(write_temp("fat_tree.json", R"({
-    "topology": {"type": "fat_tree", "k": 4},
-    "traffic": [{"type": "permutation", "size": "1MB"}]
-  })")));
-  DeadlockOptions options;
-  options.failures = 2;
+  const FabricSpec spec = fat_tree_k4_permutation();
+  const DeadlockOptions options = up_to_two_failures();
   const StaticDeadlockReport report =
       analyse_deadlocks(spec, policy_routes(spec.topology, spec.routing), options);
   CHECK(report.whole.cycles_found == 0);
@@ -437,12 +450,8 @@ TEST_CASE("the failure cases' analysis is the same on one TBB thread as on all o
           "[deadlock]") {
   // The cases run in a tbb::parallel_for, each into a slot of its own; ThreadSanitizer cannot
   // follow libtbb's hand-over (tests/tsan.supp), so this is the check that they do not interfere.
-  const FabricSpec spec = FabricSpec::resolve(load_scenario(write_temp("fat_tree_tbb.json", R"({
-    "topology": {"type": "fat_tree", "k": 4},
-    "traffic": [{"type": "permutation", "size": "1MB"}]
-  })")));
-  DeadlockOptions options;
-  options.failures = 2;
+  const FabricSpec spec = fat_tree_k4_permutation();
+  const DeadlockOptions options = up_to_two_failures();
   const RouteFunction routes = policy_routes(spec.topology, spec.routing);
   const nlohmann::json all = deadlock_json(analyse_deadlocks(spec, routes, options), spec);
   nlohmann::json one;
