@@ -37,24 +37,37 @@ def parse(path, counters):
         return names[kind].get(m.group(1), "?")
 
     cost = collections.Counter()
-    events = None
-    wanted = None
-    file = function = "?"
-    line = 0
+    events = wanted = None
+    positions = ["line"]  # what a cost line's leading fields are; callgrind's default
+    at = [0]  # the last value of each, for the relative forms (+n, -n, *)
+    function_file = file = function = "?"
     skip = False  # the cost line after calls= is the call's inclusive cost
-    with open(path) as f:
+    try:
+        f = open(path)
+    except OSError as e:
+        sys.exit(f"{path}: {e.strerror}")
+    with f:
         for raw in f:
             raw = raw.rstrip("\n")
-            if raw.startswith("events:"):
+            if raw.startswith("positions:"):
+                positions = raw.split()[1:]
+                if "line" not in positions:
+                    sys.exit(f"{path}: no source lines in the profile "
+                             f"(positions: {' '.join(positions)})")
+                at = [0] * len(positions)
+            elif raw.startswith("events:"):
                 events = raw.split()[1:]
                 missing = [c for c in counters if c not in events]
                 if missing:
                     sys.exit(f"{path}: no counter {', '.join(missing)} (it has {' '.join(events)})")
                 wanted = [events.index(c) for c in counters]
-            elif raw.startswith(("fl=", "fi=", "fe=")):
+            elif raw.startswith("fl="):
+                function_file = file = name("fl", raw[3:])
+            elif raw.startswith(("fi=", "fe=")):  # code inlined from another file, and back
                 file = name("fl", raw[3:])
             elif raw.startswith("fn="):
                 function = name("fn", raw[3:])
+                file = function_file
             elif raw.startswith(("cfl=", "cfi=")):
                 name("fl", raw[4:])
             elif raw.startswith("cfn="):
@@ -63,17 +76,18 @@ def parse(path, counters):
                 skip = True
             elif raw and (raw[0].isdigit() or raw[0] in "+-*"):
                 fields = raw.split()
-                position = fields[0]
-                if position[0] in "+-":
-                    line += int(position)
-                elif position != "*":
-                    line = int(position)
+                for i, position in enumerate(fields[:len(positions)]):
+                    if position[0] in "+-":
+                        at[i] += int(position, 0)
+                    elif position != "*":
+                        at[i] = int(position, 0)
                 if skip:
                     skip = False
                     continue
                 if wanted is None:
                     sys.exit(f"{path}: a cost line comes before the events: line")
-                values = fields[1:]
+                values = fields[len(positions):]
+                line = at[positions.index("line")]
                 cost[(function, file, line)] += sum(
                     int(values[i]) for i in wanted if i < len(values))
     if events is None:

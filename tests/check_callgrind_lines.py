@@ -1,8 +1,9 @@
 """scripts/callgrind_lines.py on two small profiles in callgrind's format whose costs are known:
 compressed names given once and then by number, positions relative to the last one and `*`, a
-file inlined into a function (fi=/fe=), and a call whose inclusive cost must not be counted; the
-rows per event by line and by function, and a counter the profile lacks or bad event counts
-refused with a message.
+file inlined into a function (fi=/fe=) and a new function back in its own file, instruction
+addresses before the lines (--dump-instr=yes), and a call whose inclusive cost must not be
+counted; the rows per event by line and by function, and a counter the profile lacks or bad
+event counts refused with a message.
 
 usage: check_callgrind_lines.py SCRIPT
 """
@@ -34,9 +35,19 @@ fi=(2) /src/y.h
 5 7 6 2
 fe=(1)
 12 50 3 0
+fi=(2)
+5 0 0 0
 fn=(2) g()
 20 30 4 0
 """
+
+# B again as callgrind writes it with --dump-instr=yes: an address before each line, hex and
+# relative like the lines.
+B_INSTR = B.replace("creator: callgrind-3.19.0\n",
+                    "creator: callgrind-3.19.0\npositions: instr line\n").replace(
+    "10 100 6 4", "0x4010 10 100 6 4").replace("5 7 6 2", "+0x8 5 7 6 2").replace(
+    "12 50 3 0", "+4 12 50 3 0").replace("5 0 0 0", "* 5 0 0 0").replace(
+    "20 30 4 0", "0x5000 20 30 4 0")
 
 
 def run(script, *args):
@@ -52,8 +63,15 @@ def main(script):
         with open(b, "w") as f:
             f.write(B)
         # A: f 10 -> 4, f 12 -> 2 + 1 (the call's 1000 is inclusive: not counted), g 20 -> 4;
-        # B: f 10 -> 10, f y.h:5 -> 8, f 12 -> 3, g 20 -> 4. Events: 2 and 4.
-        out = run(script, a, b, "--events", "2,4").stdout
+        # B: f 10 -> 10, f y.h:5 -> 8, f 12 -> 3, g 20 -> 4 (in x.cpp: a new function is in its
+        # fl= file, whatever file the one before ended in). Events: 2 and 4.
+        b_instr = os.path.join(tmp, "b-instr.out")
+        with open(b_instr, "w") as f:
+            f.write(B_INSTR)
+        by_line = run(script, a, b, "--events", "2,4").stdout
+        if run(script, a, b_instr, "--events", "2,4").stdout != by_line:
+            failures.append("a profile with instruction addresses reads otherwise than without")
+        out = by_line
         expected = [
             "DLmr+DLmw per event: A 5.500, B 6.250; B - A in all: +14",
             "     0.000      2.000           +8   57.1%  f()  /src/y.h:5",
