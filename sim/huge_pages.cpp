@@ -14,6 +14,16 @@
 #include <valgrind/valgrind.h>
 #endif
 
+// A sanitizer's allocator in this build: gcc says so with __SANITIZE_*__, clang (up to 15 at
+// least) only through __has_feature.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define FABTWIN_SANITIZER_ALLOCATOR 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define FABTWIN_SANITIZER_ALLOCATOR 1
+#endif
+#endif
+
 namespace fabtwin {
 
 namespace {
@@ -28,7 +38,7 @@ uintptr_t round_down(uintptr_t x) {
 }  // namespace
 
 bool allocations_come_from_glibc_heap() {
-#if !defined(__GLIBC__) || defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if !defined(__GLIBC__) || defined(FABTWIN_SANITIZER_ALLOCATOR)
   return false;
 #elif defined(RUNNING_ON_VALGRIND)
   return RUNNING_ON_VALGRIND == 0;
