@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "sim/utf8_text.h"
+
 namespace fabtwin {
 namespace {
 void check(herr_t status, const std::string& what) {
@@ -68,7 +70,8 @@ void Hdf5File::attribute(const std::string& name, const std::string& value) {
   const hid_t type = checked(H5Tcopy(H5T_C_S1), "string type");
   H5Tset_size(type, H5T_VARIABLE);
   H5Tset_cset(type, H5T_CSET_UTF8);
-  const char* text = value.c_str();
+  const std::string utf8 = valid_utf8(value);  // a file name or a log's text may be raw bytes
+  const char* text = utf8.c_str();
   scalar_attribute(file_, name, type, [&](hid_t a) { return H5Awrite(a, type, &text); });
   H5Tclose(type);
 }

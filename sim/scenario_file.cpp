@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "sim/params.h"
+#include "sim/utf8_text.h"
 
 namespace fabtwin {
 namespace {
@@ -193,6 +194,10 @@ const nlohmann::json* find_path(const nlohmann::json& root, const std::string& p
 }
 
 void apply_override(nlohmann::json& root, const std::string& assignment) {
+  // JSON text is UTF-8: a key or a string value in any other encoding could not be written out.
+  if (const std::string problem = utf8_problem(assignment); !problem.empty()) {
+    throw ScenarioError("--set", "expected UTF-8 text, found an " + problem);
+  }
   const size_t eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0) {
     throw ScenarioError("--set", "expected path=value, found \"" + assignment + "\"");

@@ -45,3 +45,16 @@ TEST_CASE("a fabric too large to build is refused with its size before it is wir
       read_topology({{"topology", {{"type", "star"}, {"hosts", 4}}}}, {}, on_8_gib).nodes.size() ==
       5);
 }
+
+TEST_CASE("a --set assignment that is not UTF-8 is refused, naming the byte", "[scenario][fuzz]") {
+  // The key reached the scenario's text, which the JSON library refused to write (a type_error,
+  // not a ScenarioError) once the run had been set up.
+  nlohmann::json root = {{"run", {{"seed", 1}}}};
+  CHECK_THROWS_WITH(apply_override(root, "run.x\xABz=1"),
+                    Catch::Contains("at --set") && Catch::Contains("expected UTF-8 text") &&
+                        Catch::Contains("index 5: 0xAB"));
+  CHECK_THROWS_WITH(apply_override(root, "description=caf\xE9"), Catch::Contains("0xE9"));
+  CHECK(root == nlohmann::json{{"run", {{"seed", 1}}}});  // nothing applied
+  apply_override(root, "description=caf\xC3\xA9");
+  CHECK(root["description"] == "caf\xC3\xA9");
+}

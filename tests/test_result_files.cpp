@@ -1,11 +1,13 @@
 // Result files never lie: links are written through, FIFOs and devices are never replaced, a
-// killed writer leaves nothing that looks complete, and the files of one run carry one run id.
+// killed writer leaves nothing that looks complete, the files of one run carry one run id, and
+// names or log text that are not UTF-8 are recorded with the replacement character.
 #include <hdf5.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
@@ -14,6 +16,7 @@
 #include <thread>
 
 #include "sim/atomic_file.h"
+#include "sim/cli/result_tables.h"
 #include "test_support.h"
 
 using namespace fabtwin;
@@ -201,4 +204,51 @@ TEST_CASE("the files of one run share a run id that no other run has", "[result_
   const std::string first = run("a");
   const std::string second = run("b");
   CHECK(first != second);
+}
+
+TEST_CASE("names and log text that are not UTF-8 are recorded with U+FFFD, and nothing is lost",
+          "[result_files][cli]") {
+  // Found by the scenario fuzzer: the JSON library refuses to write invalid UTF-8, so a file
+  // name with a Latin-1 byte (0xAB) stopped `run` after the HDF5 file was written and before the
+  // JSON report, and `import` likewise with such a byte in a log.
+  const fs::path dir = fresh_dir("not_utf8");
+  const std::string replaced = "\xEF\xBF\xBD";  // U+FFFD in UTF-8
+  const fs::path scenario = dir / "s\xAB.json";
+  std::ofstream(scenario) << R"({
+    "topology": {"type": "star", "hosts": 3},
+    "traffic": [{"type": "flows", "flows": [{"src": 0, "dst": 1, "size": "16KB"}]}]
+  })";
+  const std::string run = std::string(FABTWIN_BINARY) + " run '" + scenario.string() + "' --out " +
+                          (dir / "r.h5").string() + " --json " + (dir / "r.json").string() +
+                          " > /dev/null 2>&1";
+  REQUIRE(std::system(run.c_str()) == 0);
+  const std::string recorded = (dir / ("s" + replaced + ".json")).string();
+  CHECK(nlohmann::json::parse(read_text(dir / "r.json"))["scenario_file"] == recorded);
+  CHECK(string_attribute(dir / "r.h5", "scenario_file") == recorded);
+
+  const fs::path log = dir / "write_bw.log";
+  std::string text =
+      read_text(fs::path(FABTWIN_TEST_DATA) / "logs/perftest/write_bw_postlist_gbits.log");
+  const size_t device = text.find("Device         : ib0");
+  REQUIRE(device != std::string::npos);
+  text.replace(device, 20,
+               "Device         : i\xAB"
+               "b0");
+  std::ofstream(log) << text;
+  const std::string import = std::string(FABTWIN_BINARY) + " import perftest " + log.string() +
+                             " --out " + (dir / "m.h5").string() + " --json " +
+                             (dir / "m.json").string() + " > /dev/null 2>&1";
+  REQUIRE(std::system(import.c_str()) == 0);
+  const nlohmann::json m = nlohmann::json::parse(read_text(dir / "m.json"));
+  bool found = false;
+  for (const nlohmann::json& row : m["tables"]["hw/perftest_settings"]) {
+    if (row["name"] == "Device") found = row["value"] == "i" + replaced + "b0";
+  }
+  CHECK(found);
+  const ResultFile h5((dir / "m.h5").string());
+  const std::vector<std::string> names = h5.text_column("hw/perftest_settings", "name");
+  const std::vector<std::string> values = h5.text_column("hw/perftest_settings", "value");
+  const auto at = std::find(names.begin(), names.end(), "Device");
+  REQUIRE(at != names.end());
+  CHECK(values[at - names.begin()] == "i" + replaced + "b0");
 }

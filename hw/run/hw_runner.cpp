@@ -19,6 +19,7 @@
 #include "sim/cli/hdf5_table.h"
 #include "sim/cli/report.h"
 #include "sim/statistics.h"
+#include "sim/utf8_text.h"
 #ifdef FABTWIN_HW_VERBS
 #include "hw/verbs/ibverbs_device.h"
 #include "hw/verbs/verbs_transport.h"
@@ -382,7 +383,7 @@ int execute_run(const PreparedRun& run, ControlGroup& control, DataTransport& tr
   if (json_to_stdout) {
     say << measurement_json(m).dump(2) << "\n";
   } else if (!options.json.empty()) {
-    write_text_atomically(options.json, measurement_json(m).dump(2) + "\n");
+    write_text_atomically(options.json, json_document(measurement_json(m)));
   }
   if (!collectives_note.empty()) return 1;
   if (m.flows_completed() != static_cast<int64_t>(m.flows.size())) {

@@ -21,6 +21,7 @@
 #include "sim/sha256.h"
 #include "sim/sweep/sweep_file.h"
 #include "sim/sweep/sweep_store.h"
+#include "sim/utf8_text.h"
 #include "validate/calibration/alpha_beta.h"
 #include "validate/calibration/calibration_report.h"
 #include "validate/calibration/fitter.h"
@@ -650,10 +651,10 @@ int command_calibrate(const std::vector<std::string>& args) {
       out.empty() ? nlohmann::json() : parameter_file(report, params, file_warnings);
   report.warnings.insert(report.warnings.end(), file_warnings.begin(), file_warnings.end());
   if (json == "-") {
-    std::cout << report_json(report).dump(2) << "\n";
+    std::cout << json_document(report_json(report));
   } else {
     print_report(report, std::cout);
-    if (!json.empty()) write_text_atomically(json, report_json(report).dump(2) + "\n");
+    if (!json.empty()) write_text_atomically(json, json_document(report_json(report)));
   }
   std::ostream& say = json == "-" ? std::cerr : std::cout;
   if (!report_h5.empty()) {
@@ -661,7 +662,7 @@ int command_calibrate(const std::vector<std::string>& args) {
     say << "report      " << report_h5 << "\n";
   }
   if (!out.empty()) {
-    write_text_atomically(out, params_file.dump(2) + "\n");
+    write_text_atomically(out, json_document(params_file));
     say << "parameters  " << out << " (layer it with \"extends\")\n";
   }
   return 0;

@@ -14,6 +14,7 @@
 
 #include "sim/atomic_file.h"
 #include "sim/cli/result_tables.h"
+#include "sim/utf8_text.h"
 
 namespace po = boost::program_options;
 
@@ -172,10 +173,10 @@ int command_compare(const std::vector<std::string>& args) {
   if (!json.empty() && json != "-") check_writable(json, "--json");
   const Comparison c = compare_files(files[0], files[1]);
   if (json == "-") {
-    std::cout << comparison_json(c).dump(2) << "\n";
+    std::cout << json_document(comparison_json(c));
   } else {
     print_comparison(c, std::cout);
-    if (!json.empty()) write_text_atomically(json, comparison_json(c).dump(2) + "\n");
+    if (!json.empty()) write_text_atomically(json, json_document(comparison_json(c)));
   }
   if (c.matched_rows() == 0) {
     std::cerr << "fabtwin compare: " << files[0] << " and " << files[1]

@@ -13,6 +13,7 @@
 #include "sim/atomic_file.h"
 #include "sim/cli/scenario_command.h"
 #include "sim/scenario_file.h"
+#include "sim/utf8_text.h"
 
 namespace fabtwin {
 
@@ -456,11 +457,11 @@ int command_deadlock(const std::vector<std::string>& args) {
   const StaticDeadlockReport report =
       analyse_deadlocks(spec, policy_routes(spec.topology, spec.routing), options);
   if (json == "-") {
-    std::cout << deadlock_json(report, spec).dump(2) << "\n";
+    std::cout << json_document(deadlock_json(report, spec));
   } else {
     print_deadlock_report(report, spec, std::cout);
     if (!json.empty()) {
-      write_text_atomically(json, deadlock_json(report, spec).dump(2) + "\n");
+      write_text_atomically(json, json_document(deadlock_json(report, spec)));
       std::cout << "json            " << json << "\n";
     }
   }

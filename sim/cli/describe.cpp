@@ -7,6 +7,7 @@
 #include "hw/run/hw_config.h"
 #include "models/fabric/fabric_spec.h"
 #include "sim/cli/report.h"
+#include "sim/utf8_text.h"
 
 namespace fabtwin {
 namespace {
@@ -240,7 +241,7 @@ int command_describe(const std::vector<std::string>& args) {
     return 0;
   }
   if (!args.empty() && args[0] == "--json-schema") {
-    std::cout << scenario_json_schema(groups).dump(2) << "\n";
+    std::cout << json_document(scenario_json_schema(groups));
     return 0;
   }
   if (args.empty()) {

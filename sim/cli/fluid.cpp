@@ -9,6 +9,7 @@
 #include "sim/atomic_file.h"
 #include "sim/cli/report.h"
 #include "sim/cli/scenario_command.h"
+#include "sim/utf8_text.h"
 
 namespace fabtwin {
 
@@ -264,9 +265,9 @@ int command_fluid(const std::vector<std::string>& args) {
     say << "results     " << out << "\n";
   }
   if (json_to_stdout) {
-    std::cout << fluid_json_report(result).dump(2) << "\n";
+    std::cout << json_document(fluid_json_report(result));
   } else if (!json.empty()) {
-    write_text_atomically(json, fluid_json_report(result).dump(2) + "\n");
+    write_text_atomically(json, json_document(fluid_json_report(result)));
   }
   return 0;
 }

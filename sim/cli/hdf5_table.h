@@ -9,6 +9,7 @@
 
 #include "sim/cli/record_columns.h"
 #include "sim/hdf5_file.h"
+#include "sim/utf8_text.h"
 
 namespace fabtwin {
 
@@ -80,8 +81,9 @@ inline void write_cell(char* at, CellType type, int text_length, const Cell& c) 
     case CellType::Float64:
       return put(at, std::get<double>(c));
     case CellType::Text: {
-      const std::string& s = std::get<std::string>(c);
-      std::memcpy(at, s.data(), std::min(s.size(), static_cast<size_t>(text_length)));
+      const std::string text = valid_utf8(std::get<std::string>(c));
+      const std::string_view s = utf8_prefix(text, static_cast<size_t>(text_length));
+      std::memcpy(at, s.data(), s.size());
       return;
     }
   }

@@ -11,6 +11,7 @@
 #include "sim/atomic_file.h"
 #include "sim/cli/hdf5_table.h"
 #include "sim/cli/report.h"
+#include "sim/utf8_text.h"
 
 namespace po = boost::program_options;
 
@@ -267,9 +268,9 @@ int command_import(const std::vector<std::string>& args) {
     say << "measurements " << out << "\n";
   }
   if (json_to_stdout) {
-    std::cout << measurement_json(m).dump(2) << "\n";
+    std::cout << json_document(measurement_json(m));
   } else if (!json.empty()) {
-    write_text_atomically(json, measurement_json(m).dump(2) + "\n");
+    write_text_atomically(json, json_document(measurement_json(m)));
   }
   return 0;
 }

@@ -25,6 +25,7 @@
 #include "sim/cli/validation.h"
 #include "sim/huge_pages.h"
 #include "sim/sweep/sweep_file.h"
+#include "sim/utf8_text.h"
 #ifdef FABTWIN_HAVE_MPI
 #include <mpi.h>
 
@@ -144,7 +145,7 @@ int command_run(const std::vector<std::string>& args, Transport* transport) {
     say << "results     " << out << "\n";
   }
   if (json_to_stdout) {
-    std::cout << json_report(result).dump(2) << "\n";
+    std::cout << json_document(json_report(result));
   } else if (!json.empty()) {
     write_json_report(result, json);
   }

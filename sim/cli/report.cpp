@@ -12,6 +12,7 @@
 #include "sim/cli/nccl_table.h"
 #include "sim/cli/record_columns.h"
 #include "sim/statistics.h"
+#include "sim/utf8_text.h"
 
 namespace fabtwin {
 
@@ -492,7 +493,7 @@ nlohmann::json json_report(const RunResult& r) {
 }
 
 void write_json_report(const RunResult& r, const std::filesystem::path& file) {
-  write_text_atomically(file, json_report(r).dump(2) + "\n");
+  write_text_atomically(file, json_document(json_report(r)));
 }
 
 }  // namespace fabtwin

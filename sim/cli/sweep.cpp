@@ -18,6 +18,7 @@
 #include "sim/cli/sweep_runner.h"
 #include "sim/sweep/sweep_store.h"
 #include "sim/sweep/sweep_table.h"
+#include "sim/utf8_text.h"
 
 namespace po = boost::program_options;
 
@@ -258,7 +259,7 @@ int command_sweep(const std::vector<std::string>& args, Transport* transport) {
     for (const std::vector<size_t>* share : {&mine, &mine_stored}) {
       for (size_t i : *share) mine_json.push_back(records[s.tasks[i].key]);
     }
-    const std::vector<std::string> all = transport->gather(mine_json.dump());
+    const std::vector<std::string> all = transport->gather(json_document(mine_json, -1));
     if (!root) return 0;
     for (const std::string& text : all) {
       for (nlohmann::json& r : nlohmann::json::parse(text)) {

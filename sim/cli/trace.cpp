@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "sim/atomic_file.h"
+#include "sim/utf8_text.h"
 
 namespace fabtwin {
 namespace {
@@ -366,7 +367,7 @@ nlohmann::json trace_json(const RunResult& r) {
 }
 
 void write_trace(const RunResult& r, const std::filesystem::path& file) {
-  write_text_atomically(file, trace_json(r).dump() + "\n");
+  write_text_atomically(file, json_document(trace_json(r), -1));
 }
 
 }  // namespace fabtwin

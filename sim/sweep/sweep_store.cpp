@@ -14,6 +14,7 @@
 
 #include "sim/atomic_file.h"
 #include "sim/sweep/sweep_file.h"
+#include "sim/utf8_text.h"
 
 namespace fabtwin::sweep {
 
@@ -80,7 +81,7 @@ bool SweepStore::open(const std::string& sweep_hash, const std::string& sweep_fi
   nlohmann::json m;
   m["sweep_hash"] = sweep_hash;
   m["sweep_file"] = sweep_file;
-  write_text_atomically(manifest, m.dump(2) + "\n");
+  write_text_atomically(manifest, json_document(m));
   return changed;
 }
 
@@ -110,7 +111,7 @@ std::optional<nlohmann::json> SweepStore::load(const std::string& key) const {
 }
 
 void SweepStore::store(const std::string& key, const nlohmann::json& record) const {
-  write_text_atomically(record_path(key), record.dump(1) + "\n");
+  write_text_atomically(record_path(key), json_document(record, 1));
 }
 
 }  // namespace fabtwin::sweep
