@@ -47,8 +47,8 @@ TEST_CASE("a fabric too large to build is refused with its size before it is wir
 }
 
 TEST_CASE("a --set assignment that is not UTF-8 is refused, naming the byte", "[scenario][fuzz]") {
-  // The key reached the scenario's text, which the JSON library refused to write (a type_error,
-  // not a ScenarioError) once the run had been set up.
+  // The key reached the scenario, whose text the JSON library then refused to write in
+  // FabricSpec::resolve: a type_error, not a ScenarioError.
   nlohmann::json root = {{"run", {{"seed", 1}}}};
   CHECK_THROWS_WITH(apply_override(root, "run.x\xABz=1"),
                     Catch::Contains("at --set") && Catch::Contains("expected UTF-8 text") &&

@@ -208,9 +208,10 @@ TEST_CASE("the files of one run share a run id that no other run has", "[result_
 
 TEST_CASE("names and log text that are not UTF-8 are recorded with U+FFFD, and nothing is lost",
           "[result_files][cli]") {
-  // Found by the scenario fuzzer: the JSON library refuses to write invalid UTF-8, so a file
-  // name with a Latin-1 byte (0xAB) stopped `run` after the HDF5 file was written and before the
-  // JSON report, and `import` likewise with such a byte in a log.
+  // The class of the fuzzer's finding (tests/test_fuzz_regressions.cpp): the JSON library
+  // refuses to write invalid UTF-8, so a file name with a Latin-1 byte (0xAB) stopped `run` after
+  // the HDF5 file was written and before the JSON report, and `import` likewise with such a byte
+  // in a log.
   const fs::path dir = fresh_dir("not_utf8");
   const std::string replaced = "\xEF\xBF\xBD";  // U+FFFD in UTF-8
   const fs::path scenario = dir / "s\xAB.json";
