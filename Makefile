@@ -6,11 +6,14 @@ OUT       ?= results/default.h5
 
 # The scenario fuzzer (docs/hardening.md): `make fuzz` runs it for FUZZ_SECONDS, keeping what it
 # finds in FUZZ_CORPUS (outside the repository); `make test` runs FUZZ_SMOKE_RUNS inputs of it.
-FUZZ_BUILD         ?= build-fuzz
-FUZZ_SECONDS       ?= 300
-FUZZ_SMOKE_RUNS    ?= 200000
-FUZZ_SMOKE_SECONDS ?= 120
-FUZZ_CORPUS        ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/fabtwin/fuzz-corpus
+# The log importers' fuzzer likewise: `make fuzz-logs`, LOG_FUZZ_CORPUS, LOG_FUZZ_SMOKE_RUNS.
+FUZZ_BUILD          ?= build-fuzz
+FUZZ_SECONDS        ?= 300
+FUZZ_SMOKE_RUNS     ?= 200000
+FUZZ_SMOKE_SECONDS  ?= 120
+FUZZ_CORPUS         ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/fabtwin/fuzz-corpus
+LOG_FUZZ_SMOKE_RUNS ?= 100000
+LOG_FUZZ_CORPUS     ?= $(FUZZ_CORPUS)-logs
 ASAN_BUILD         ?= build-asan
 TSAN_BUILD         ?= build-tsan
 
@@ -27,7 +30,7 @@ SUDO = $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: all setup configure build run test bench bench-setup bench-queue bench-nccl validate sweep-examples \
   calibrate-examples \
-  format clean fuzz-build fuzz fuzz-smoke asan tsan
+  format clean fuzz-build fuzz fuzz-logs fuzz-smoke asan tsan
 
 all: build
 
@@ -58,9 +61,12 @@ test: build fuzz-build
 FUZZ_TIMEOUT   ?= 10
 FUZZ_RSS_MB    ?= 2048
 FUZZ_MALLOC_MB ?= 1024
-FUZZ_FLAGS = -timeout=$(FUZZ_TIMEOUT) -rss_limit_mb=$(FUZZ_RSS_MB) -malloc_limit_mb=$(FUZZ_MALLOC_MB) \
-  -dict=$(FUZZ_BUILD)/tests/fuzz/scenario.dict -print_final_stats=1
+LOG_FUZZ_FLAGS = -timeout=$(FUZZ_TIMEOUT) -rss_limit_mb=$(FUZZ_RSS_MB) \
+  -malloc_limit_mb=$(FUZZ_MALLOC_MB) -print_final_stats=1
+FUZZ_FLAGS = $(LOG_FUZZ_FLAGS) -dict=$(FUZZ_BUILD)/tests/fuzz/scenario.dict
 FUZZER = $(FUZZ_BUILD)/tests/fuzz/scenario_fuzz
+LOG_FUZZER = $(FUZZ_BUILD)/tests/fuzz/log_fuzz
+LOG_SEEDS = $(FUZZ_BUILD)/tests/fuzz/log-seeds tests/fuzz/log-regressions
 
 fuzz-build: setup
 	@[ -f $(FUZZ_BUILD)/CMakeCache.txt ] || cmake -S . -B $(FUZZ_BUILD) -DFABTWIN_FUZZ=ON \
@@ -76,6 +82,11 @@ fuzz-smoke: fuzz-build
 	rm -rf $(FUZZ_BUILD)/smoke-corpus && mkdir -p $(FUZZ_BUILD)/smoke-corpus
 	$(FUZZER) $(FUZZ_FLAGS) -seed=1 -runs=$(FUZZ_SMOKE_RUNS) -max_total_time=$(FUZZ_SMOKE_SECONDS) \
 	  -artifact_prefix=$(FUZZ_BUILD)/ $(FUZZ_BUILD)/smoke-corpus $(FUZZ_BUILD)/tests/fuzz/seeds
+	$(LOG_FUZZER) $(LOG_FUZZ_FLAGS) -runs=0 $(LOG_SEEDS)
+	rm -rf $(FUZZ_BUILD)/log-smoke-corpus && mkdir -p $(FUZZ_BUILD)/log-smoke-corpus
+	$(LOG_FUZZER) $(LOG_FUZZ_FLAGS) -seed=1 -runs=$(LOG_FUZZ_SMOKE_RUNS) \
+	  -max_total_time=$(FUZZ_SMOKE_SECONDS) -artifact_prefix=$(FUZZ_BUILD)/ \
+	  $(FUZZ_BUILD)/log-smoke-corpus $(LOG_SEEDS)
 
 # FUZZ_JOBS processes; the first finding stops the run (FUZZ_EXTRA="-ignore_crashes=1
 # -ignore_timeouts=1 -ignore_ooms=1" keeps going and collects them all in $(FUZZ_BUILD)).
@@ -85,6 +96,10 @@ fuzz: fuzz-build
 	mkdir -p $(FUZZ_CORPUS)
 	$(FUZZER) $(FUZZ_FLAGS) -max_total_time=$(FUZZ_SECONDS) -fork=$(FUZZ_JOBS) $(FUZZ_EXTRA) \
 	  -artifact_prefix=$(FUZZ_BUILD)/ $(FUZZ_CORPUS) $(FUZZ_BUILD)/tests/fuzz/seeds tests/fuzz/regressions
+fuzz-logs: fuzz-build
+	mkdir -p $(LOG_FUZZ_CORPUS)
+	$(LOG_FUZZER) $(LOG_FUZZ_FLAGS) -max_total_time=$(FUZZ_SECONDS) -fork=$(FUZZ_JOBS) $(FUZZ_EXTRA) \
+	  -artifact_prefix=$(FUZZ_BUILD)/ $(LOG_FUZZ_CORPUS) $(LOG_SEEDS)
 
 # The whole test suite under AddressSanitizer and UBSan (gcc), in a build folder of its own.
 # Leaks are checked everywhere but in the MPI runs: OpenMPI's plugins leak at exit (about 120 KB

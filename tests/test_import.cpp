@@ -406,6 +406,11 @@ TEST_CASE("nccl-tests: cut and garbled logs are refused, naming the line", "[imp
   CHECK_THROWS_WITH(parse_nccl_tests_log(cut, "c.log"),
                     "c.log:41: expected a result row of 13 columns, as the table header, found "
                     "'4194304       1048576     float     sum      -1    364.6   11.50'");
+  // A device line cut after "Group" (found by fuzzing the importer: its group was read from a
+  // word that is not there, an empty optional).
+  CHECK_THROWS_WITH(parse_nccl_tests_log(first_lines(whole, 11) + "#  Rank  0 Group\n", "d.log"),
+                    "d.log:12: expected a device line ('#  Rank N [Group G] Pid P on HOST device "
+                    "D [BUS] NAME'), found '#  Rank  0 Group'");
   // A garbled number.
   CHECK_THROWS_WITH(
       parse_nccl_tests_log(replaced(whole, "  113.70  213.19", "  113.7O  213.19"), "g.log"),

@@ -48,8 +48,11 @@ std::optional<NcclTestsDevice> device_line(const std::vector<std::string>& w) {
   const auto rank = take("Rank");
   if (!rank) return std::nullopt;
   d.rank = static_cast<int32_t>(to_integer(*rank).value_or(-1));
-  if (i < w.size() && w[i] == "Group")
-    d.group = static_cast<int32_t>(to_integer(*take("Group")).value_or(-1));
+  if (i < w.size() && w[i] == "Group") {
+    const auto group = take("Group");
+    if (!group) return std::nullopt;  // a line cut after "Group"
+    d.group = static_cast<int32_t>(to_integer(*group).value_or(-1));
+  }
   const auto pid = take("Pid");
   const auto host = take("on");
   const auto device = take("device");
