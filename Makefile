@@ -14,8 +14,8 @@ FUZZ_SMOKE_SECONDS  ?= 120
 FUZZ_CORPUS         ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/fabtwin/fuzz-corpus
 LOG_FUZZ_SMOKE_RUNS ?= 100000
 LOG_FUZZ_CORPUS     ?= $(FUZZ_CORPUS)-logs
-ASAN_BUILD         ?= build-asan
-TSAN_BUILD         ?= build-tsan
+ASAN_BUILD          ?= build-asan
+TSAN_BUILD          ?= build-tsan
 
 DEBIAN_PACKAGES = build-essential cmake pkg-config \
   libboost-graph-dev libboost-program-options-dev libtbb-dev libhdf5-dev \
@@ -96,6 +96,8 @@ fuzz: fuzz-build
 	mkdir -p $(FUZZ_CORPUS)
 	$(FUZZER) $(FUZZ_FLAGS) -max_total_time=$(FUZZ_SECONDS) -fork=$(FUZZ_JOBS) $(FUZZ_EXTRA) \
 	  -artifact_prefix=$(FUZZ_BUILD)/ $(FUZZ_CORPUS) $(FUZZ_BUILD)/tests/fuzz/seeds tests/fuzz/regressions
+
+# The same for the log importers' fuzzer, with its own corpus.
 fuzz-logs: fuzz-build
 	mkdir -p $(LOG_FUZZ_CORPUS)
 	$(LOG_FUZZER) $(LOG_FUZZ_FLAGS) -max_total_time=$(FUZZ_SECONDS) -fork=$(FUZZ_JOBS) $(FUZZ_EXTRA) \
