@@ -6,16 +6,19 @@ OUT       ?= results/default.h5
 
 # The scenario fuzzer (docs/hardening.md): `make fuzz` runs it for FUZZ_SECONDS, keeping what it
 # finds in FUZZ_CORPUS (outside the repository); `make test` runs FUZZ_SMOKE_RUNS inputs of it.
-# The log importers' fuzzer likewise: `make fuzz-logs`, LOG_FUZZ_CORPUS, LOG_FUZZ_SMOKE_RUNS.
-FUZZ_BUILD          ?= build-fuzz
-FUZZ_SECONDS        ?= 300
-FUZZ_SMOKE_RUNS     ?= 200000
-FUZZ_SMOKE_SECONDS  ?= 120
-FUZZ_CORPUS         ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/fabtwin/fuzz-corpus
-LOG_FUZZ_SMOKE_RUNS ?= 100000
-LOG_FUZZ_CORPUS     ?= $(FUZZ_CORPUS)-logs
-ASAN_BUILD          ?= build-asan
-TSAN_BUILD          ?= build-tsan
+# The log importers' fuzzer likewise: `make fuzz-logs`, LOG_FUZZ_CORPUS, LOG_FUZZ_SMOKE_RUNS; and
+# the sweep files' fuzzer: `make fuzz-sweeps`, SWEEP_FUZZ_CORPUS, SWEEP_FUZZ_SMOKE_RUNS.
+FUZZ_BUILD            ?= build-fuzz
+FUZZ_SECONDS          ?= 300
+FUZZ_SMOKE_RUNS       ?= 200000
+FUZZ_SMOKE_SECONDS    ?= 120
+FUZZ_CORPUS           ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/fabtwin/fuzz-corpus
+LOG_FUZZ_SMOKE_RUNS   ?= 100000
+LOG_FUZZ_CORPUS       ?= $(FUZZ_CORPUS)-logs
+SWEEP_FUZZ_SMOKE_RUNS ?= 100000
+SWEEP_FUZZ_CORPUS     ?= $(FUZZ_CORPUS)-sweeps
+ASAN_BUILD            ?= build-asan
+TSAN_BUILD            ?= build-tsan
 
 DEBIAN_PACKAGES = build-essential cmake pkg-config \
   libboost-graph-dev libboost-program-options-dev libtbb-dev libhdf5-dev \
@@ -30,7 +33,7 @@ SUDO = $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: all setup configure build run test bench bench-setup bench-queue bench-nccl validate sweep-examples \
   calibrate-examples \
-  format clean fuzz-build fuzz fuzz-logs fuzz-smoke asan tsan
+  format clean fuzz-build fuzz fuzz-logs fuzz-sweeps fuzz-smoke asan tsan
 
 all: build
 
@@ -67,6 +70,8 @@ FUZZ_FLAGS = $(LOG_FUZZ_FLAGS) -dict=$(FUZZ_BUILD)/tests/fuzz/scenario.dict
 FUZZER = $(FUZZ_BUILD)/tests/fuzz/scenario_fuzz
 LOG_FUZZER = $(FUZZ_BUILD)/tests/fuzz/log_fuzz
 LOG_SEEDS = $(FUZZ_BUILD)/tests/fuzz/log-seeds tests/fuzz/log-regressions
+SWEEP_FUZZER = $(FUZZ_BUILD)/tests/fuzz/sweep_fuzz
+SWEEP_SEEDS = $(FUZZ_BUILD)/tests/fuzz/sweep-seeds tests/fuzz/sweep-regressions
 
 fuzz-build: setup
 	@[ -f $(FUZZ_BUILD)/CMakeCache.txt ] || cmake -S . -B $(FUZZ_BUILD) -DFABTWIN_FUZZ=ON \
@@ -87,6 +92,11 @@ fuzz-smoke: fuzz-build
 	$(LOG_FUZZER) $(LOG_FUZZ_FLAGS) -seed=1 -runs=$(LOG_FUZZ_SMOKE_RUNS) \
 	  -max_total_time=$(FUZZ_SMOKE_SECONDS) -artifact_prefix=$(FUZZ_BUILD)/ \
 	  $(FUZZ_BUILD)/log-smoke-corpus $(LOG_SEEDS)
+	$(SWEEP_FUZZER) $(FUZZ_FLAGS) -runs=0 $(SWEEP_SEEDS)
+	rm -rf $(FUZZ_BUILD)/sweep-smoke-corpus && mkdir -p $(FUZZ_BUILD)/sweep-smoke-corpus
+	$(SWEEP_FUZZER) $(FUZZ_FLAGS) -seed=1 -runs=$(SWEEP_FUZZ_SMOKE_RUNS) \
+	  -max_total_time=$(FUZZ_SMOKE_SECONDS) -artifact_prefix=$(FUZZ_BUILD)/ \
+	  $(FUZZ_BUILD)/sweep-smoke-corpus $(SWEEP_SEEDS)
 
 # FUZZ_JOBS processes; the first finding stops the run (FUZZ_EXTRA="-ignore_crashes=1
 # -ignore_timeouts=1 -ignore_ooms=1" keeps going and collects them all in $(FUZZ_BUILD)).
@@ -97,11 +107,15 @@ fuzz: fuzz-build
 	$(FUZZER) $(FUZZ_FLAGS) -max_total_time=$(FUZZ_SECONDS) -fork=$(FUZZ_JOBS) $(FUZZ_EXTRA) \
 	  -artifact_prefix=$(FUZZ_BUILD)/ $(FUZZ_CORPUS) $(FUZZ_BUILD)/tests/fuzz/seeds tests/fuzz/regressions
 
-# The same for the log importers' fuzzer, with its own corpus.
+# The same for the log importers' and the sweep files' fuzzers, each with its own corpus.
 fuzz-logs: fuzz-build
 	mkdir -p $(LOG_FUZZ_CORPUS)
 	$(LOG_FUZZER) $(LOG_FUZZ_FLAGS) -max_total_time=$(FUZZ_SECONDS) -fork=$(FUZZ_JOBS) $(FUZZ_EXTRA) \
 	  -artifact_prefix=$(FUZZ_BUILD)/ $(LOG_FUZZ_CORPUS) $(LOG_SEEDS)
+fuzz-sweeps: fuzz-build
+	mkdir -p $(SWEEP_FUZZ_CORPUS)
+	$(SWEEP_FUZZER) $(FUZZ_FLAGS) -max_total_time=$(FUZZ_SECONDS) -fork=$(FUZZ_JOBS) $(FUZZ_EXTRA) \
+	  -artifact_prefix=$(FUZZ_BUILD)/ $(SWEEP_FUZZ_CORPUS) $(SWEEP_SEEDS)
 
 # The whole test suite under AddressSanitizer and UBSan (gcc), in a build folder of its own.
 # Leaks are checked everywhere but in the MPI runs: OpenMPI's plugins leak at exit (about 120 KB

@@ -440,6 +440,14 @@ TEST_CASE("bad values in a sweep file are refused naming the key, what was expec
             R"([{"path": "a.b", "range": {"from": 0, "to": 8, "steps": 3, "scale": "log"}}])"));
       },
       {"axes[0].range", "above 0", "found 0 and 8"});
+  // A scale that is not text (found by fuzzing sweep files: the JSON library's type_error
+  // escaped without a path).
+  refused(
+      [&] {
+        sweep_of(
+            axes(R"([{"path": "a.b", "range": {"from": 1, "to": 8, "steps": 3, "scale": 2}}])"));
+      },
+      {"axes[0].range.scale", "expected linear or log", "found 2"});
   refused(
       [&] {
         sweep_of(with("design", {{"type", "random"}, {"points", 0}}));

@@ -113,7 +113,8 @@ Axis read_axis(const nlohmann::json& j, const std::string& where, bool continuou
     a.to = to->number;
     a.unit = from->unit;
     a.integer = r["from"].is_number_integer() && r["to"].is_number_integer();
-    const std::string scale = r.value("scale", std::string("linear"));
+    const nlohmann::json scale_json = r.value("scale", nlohmann::json("linear"));
+    const std::string scale = scale_json.is_string() ? scale_json.get<std::string>() : "";
     if (scale != "linear" && scale != "log") {
       fail(rw + ".scale", "expected linear or log, found " + json_text(r["scale"]));
     }
