@@ -69,9 +69,7 @@ LOG_FUZZ_FLAGS = -timeout=$(FUZZ_TIMEOUT) -rss_limit_mb=$(FUZZ_RSS_MB) \
 FUZZ_FLAGS = $(LOG_FUZZ_FLAGS) -dict=$(FUZZ_BUILD)/tests/fuzz/scenario.dict
 FUZZER = $(FUZZ_BUILD)/tests/fuzz/scenario_fuzz
 LOG_FUZZER = $(FUZZ_BUILD)/tests/fuzz/log_fuzz
-LOG_SEEDS = $(FUZZ_BUILD)/tests/fuzz/log-seeds tests/fuzz/log-regressions
 SWEEP_FUZZER = $(FUZZ_BUILD)/tests/fuzz/sweep_fuzz
-SWEEP_SEEDS = $(FUZZ_BUILD)/tests/fuzz/sweep-seeds tests/fuzz/sweep-regressions
 
 fuzz-build: setup
 	@[ -f $(FUZZ_BUILD)/CMakeCache.txt ] || cmake -S . -B $(FUZZ_BUILD) -DFABTWIN_FUZZ=ON \
@@ -81,41 +79,36 @@ fuzz-build: setup
 # Every seed and every kept reproducer once, then FUZZ_SMOKE_RUNS inputs mutated from the seeds
 # with a fixed random seed (a fresh corpus each time), so `make test` tries the same inputs on
 # every machine; FUZZ_SMOKE_SECONDS caps the time on a slow one. A finding fails the step and
-# leaves its input in $(FUZZ_BUILD).
+# leaves its input in $(FUZZ_BUILD). The arguments: the fuzzer with its flags, how many inputs,
+# the fresh corpus's folder, the seeds' folder, the reproducers' folder.
+define fuzz_smoke
+$(1) -runs=0 $(4) $(5)
+rm -rf $(FUZZ_BUILD)/$(3) && mkdir -p $(FUZZ_BUILD)/$(3)
+$(1) -seed=1 -runs=$(2) -max_total_time=$(FUZZ_SMOKE_SECONDS) -artifact_prefix=$(FUZZ_BUILD)/ \
+  $(FUZZ_BUILD)/$(3) $(4)
+endef
 fuzz-smoke: fuzz-build
-	$(FUZZER) $(FUZZ_FLAGS) -runs=0 $(FUZZ_BUILD)/tests/fuzz/seeds tests/fuzz/regressions
-	rm -rf $(FUZZ_BUILD)/smoke-corpus && mkdir -p $(FUZZ_BUILD)/smoke-corpus
-	$(FUZZER) $(FUZZ_FLAGS) -seed=1 -runs=$(FUZZ_SMOKE_RUNS) -max_total_time=$(FUZZ_SMOKE_SECONDS) \
-	  -artifact_prefix=$(FUZZ_BUILD)/ $(FUZZ_BUILD)/smoke-corpus $(FUZZ_BUILD)/tests/fuzz/seeds
-	$(LOG_FUZZER) $(LOG_FUZZ_FLAGS) -runs=0 $(LOG_SEEDS)
-	rm -rf $(FUZZ_BUILD)/log-smoke-corpus && mkdir -p $(FUZZ_BUILD)/log-smoke-corpus
-	$(LOG_FUZZER) $(LOG_FUZZ_FLAGS) -seed=1 -runs=$(LOG_FUZZ_SMOKE_RUNS) \
-	  -max_total_time=$(FUZZ_SMOKE_SECONDS) -artifact_prefix=$(FUZZ_BUILD)/ \
-	  $(FUZZ_BUILD)/log-smoke-corpus $(LOG_SEEDS)
-	$(SWEEP_FUZZER) $(FUZZ_FLAGS) -runs=0 $(SWEEP_SEEDS)
-	rm -rf $(FUZZ_BUILD)/sweep-smoke-corpus && mkdir -p $(FUZZ_BUILD)/sweep-smoke-corpus
-	$(SWEEP_FUZZER) $(FUZZ_FLAGS) -seed=1 -runs=$(SWEEP_FUZZ_SMOKE_RUNS) \
-	  -max_total_time=$(FUZZ_SMOKE_SECONDS) -artifact_prefix=$(FUZZ_BUILD)/ \
-	  $(FUZZ_BUILD)/sweep-smoke-corpus $(SWEEP_SEEDS)
+	$(call fuzz_smoke,$(FUZZER) $(FUZZ_FLAGS),$(FUZZ_SMOKE_RUNS),smoke-corpus,$(FUZZ_BUILD)/tests/fuzz/seeds,tests/fuzz/regressions)
+	$(call fuzz_smoke,$(LOG_FUZZER) $(LOG_FUZZ_FLAGS),$(LOG_FUZZ_SMOKE_RUNS),log-smoke-corpus,$(FUZZ_BUILD)/tests/fuzz/log-seeds,tests/fuzz/log-regressions)
+	$(call fuzz_smoke,$(SWEEP_FUZZER) $(FUZZ_FLAGS),$(SWEEP_FUZZ_SMOKE_RUNS),sweep-smoke-corpus,$(FUZZ_BUILD)/tests/fuzz/sweep-seeds,tests/fuzz/sweep-regressions)
 
-# FUZZ_JOBS processes; the first finding stops the run (FUZZ_EXTRA="-ignore_crashes=1
-# -ignore_timeouts=1 -ignore_ooms=1" keeps going and collects them all in $(FUZZ_BUILD)).
+# FUZZ_SECONDS of fuzzing from a corpus that runs build on, with FUZZ_JOBS processes; the first
+# finding stops the run (FUZZ_EXTRA="-ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1" keeps
+# going and collects them all in $(FUZZ_BUILD)). The arguments: the fuzzer with its flags, the
+# corpus, the seeds' and the reproducers' folders.
 FUZZ_JOBS  ?= 1
 FUZZ_EXTRA ?=
+define fuzz_run
+mkdir -p $(2)
+$(1) -max_total_time=$(FUZZ_SECONDS) -fork=$(FUZZ_JOBS) $(FUZZ_EXTRA) \
+  -artifact_prefix=$(FUZZ_BUILD)/ $(2) $(3)
+endef
 fuzz: fuzz-build
-	mkdir -p $(FUZZ_CORPUS)
-	$(FUZZER) $(FUZZ_FLAGS) -max_total_time=$(FUZZ_SECONDS) -fork=$(FUZZ_JOBS) $(FUZZ_EXTRA) \
-	  -artifact_prefix=$(FUZZ_BUILD)/ $(FUZZ_CORPUS) $(FUZZ_BUILD)/tests/fuzz/seeds tests/fuzz/regressions
-
-# The same for the log importers' and the sweep files' fuzzers, each with its own corpus.
+	$(call fuzz_run,$(FUZZER) $(FUZZ_FLAGS),$(FUZZ_CORPUS),$(FUZZ_BUILD)/tests/fuzz/seeds tests/fuzz/regressions)
 fuzz-logs: fuzz-build
-	mkdir -p $(LOG_FUZZ_CORPUS)
-	$(LOG_FUZZER) $(LOG_FUZZ_FLAGS) -max_total_time=$(FUZZ_SECONDS) -fork=$(FUZZ_JOBS) $(FUZZ_EXTRA) \
-	  -artifact_prefix=$(FUZZ_BUILD)/ $(LOG_FUZZ_CORPUS) $(LOG_SEEDS)
+	$(call fuzz_run,$(LOG_FUZZER) $(LOG_FUZZ_FLAGS),$(LOG_FUZZ_CORPUS),$(FUZZ_BUILD)/tests/fuzz/log-seeds tests/fuzz/log-regressions)
 fuzz-sweeps: fuzz-build
-	mkdir -p $(SWEEP_FUZZ_CORPUS)
-	$(SWEEP_FUZZER) $(FUZZ_FLAGS) -max_total_time=$(FUZZ_SECONDS) -fork=$(FUZZ_JOBS) $(FUZZ_EXTRA) \
-	  -artifact_prefix=$(FUZZ_BUILD)/ $(SWEEP_FUZZ_CORPUS) $(SWEEP_SEEDS)
+	$(call fuzz_run,$(SWEEP_FUZZER) $(FUZZ_FLAGS),$(SWEEP_FUZZ_CORPUS),$(FUZZ_BUILD)/tests/fuzz/sweep-seeds tests/fuzz/sweep-regressions)
 
 # The whole test suite under AddressSanitizer and UBSan (gcc), in a build folder of its own.
 # Leaks are checked everywhere but in the MPI runs: OpenMPI's plugins leak at exit (about 120 KB
