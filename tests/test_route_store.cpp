@@ -209,6 +209,12 @@ TEST_CASE("a fabric too large for the machine is refused with its size and the e
                         Contains("20,480 switches") && Contains("1,572,864 links") &&
                         Contains("needs about") && Contains("GB of memory") &&
                         Contains("this machine's 8.6 GB"));
+  CHECK(with_commas(0) == "0");
+  CHECK(with_commas(999) == "999");
+  CHECK(with_commas(1000) == "1,000");
+  CHECK(with_commas(-123456) == "-123,456");
+  CHECK(with_commas(INT64_MIN) == "-9,223,372,036,854,775,808");
+  CHECK(gigabytes(135'100'000'000) == "135.1 GB");
   // Estimates grow with the fabric: a k=32 fat-tree starts in the 150 MB it is measured at.
   const int64_t k32 = estimated_start_bytes({"fat_tree", 8192, 1280, 24'576});
   CHECK(k32 > 100'000'000);

@@ -22,18 +22,6 @@ constexpr int64_t kHostBytes = 1300;  // a NIC's own state beyond its port
 // per port, except at rail spines, where every host is a run of its own.
 constexpr int64_t kRouteRunBytes = 24;
 
-std::string with_commas(int64_t v) {
-  std::string s = std::to_string(v);
-  for (int i = static_cast<int>(s.size()) - 3; i > (v < 0 ? 1 : 0); i -= 3) s.insert(i, ",");
-  return s;
-}
-
-std::string gigabytes(int64_t bytes) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f GB", static_cast<double>(bytes) / 1e9);
-  return text;
-}
-
 }  // namespace
 
 int64_t estimated_start_bytes(const TopologySize& size) {
@@ -45,6 +33,23 @@ int64_t estimated_start_bytes(const TopologySize& size) {
     routes = ports * kRouteRunBytes + size.spines * size.hosts * int64_t{sizeof(uint32_t)};
   }
   return kBaseBytes + ports * kPortBytes + size.hosts * kHostBytes + routes;
+}
+
+std::string with_commas(int64_t v) {
+  const std::string digits = std::to_string(v);
+  const size_t first = v < 0 ? 1 : 0;  // the sign
+  std::string out = digits.substr(0, first);
+  for (size_t i = first; i < digits.size(); ++i) {
+    if (i > first && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+std::string gigabytes(int64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f GB", static_cast<double>(bytes) / 1e9);
+  return text;
 }
 
 int64_t machine_memory_bytes() {

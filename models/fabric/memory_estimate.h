@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "models/fabric/topology.h"
 
@@ -15,6 +16,10 @@ int64_t estimated_start_bytes(const TopologySize& size);
 
 // The machine's physical memory in bytes (sysconf), or -1 if it cannot tell.
 int64_t machine_memory_bytes();
+
+// How the refusals write counts and sizes: "17,039,360" and "135.1 GB".
+std::string with_commas(int64_t v);
+std::string gigabytes(int64_t bytes);
 
 // Throws ScenarioError at `topology`, naming the fabric's size, the estimate and `available`,
 // when the estimate exceeds `available` bytes (negative: unknown, nothing is refused).

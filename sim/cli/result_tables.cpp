@@ -1,10 +1,13 @@
 #include "sim/cli/result_tables.h"
 
+#include <algorithm>
 #include <cstring>
 #include <iomanip>
 #include <limits>
 #include <sstream>
 #include <stdexcept>
+
+#include "models/fabric/memory_estimate.h"
 
 namespace fabtwin {
 
@@ -65,34 +68,73 @@ bool ResultFile::has_table(const std::string& name) const {
   }
 }
 
-size_t ResultFile::rows(const std::string& table) const {
-  const hid_t d = H5Dopen2(file_, table.c_str(), H5P_DEFAULT);
-  const hid_t space = H5Dget_space(d);
+namespace {
+
+// Bytes that reading one row of a table holds besides the record itself: its key as text and
+// in the map of keyed rows, its metrics as numbers.
+constexpr int64_t kReadBytesPerRow = 256;
+
+std::string object_kind(hid_t file, const std::string& name) {
+  H5O_info_t info;
+  if (H5Oget_info_by_name(file, name.c_str(), &info, H5P_DEFAULT) < 0) return "an object";
+  return info.type == H5O_TYPE_GROUP ? "a group" : "a named datatype";
+}
+
+}  // namespace
+
+ResultFile::Table::Table(const ResultFile& file, const std::string& name) {
+  const auto refuse = [&](const std::string& found) {
+    close();
+    file.fail("has /" + name + " but not as a table of records: expected a one-dimensional " +
+              "dataset of compound records, found " + found);
+  };
+  dataset = H5Dopen2(file.file_, name.c_str(), H5P_DEFAULT);
+  if (dataset < 0) refuse(object_kind(file.file_, name));
+  type = H5Dget_type(dataset);
+  const hid_t space = H5Dget_space(dataset);
+  const int dimensions = H5Sget_simple_extent_ndims(space);
   hsize_t n = 0;
-  H5Sget_simple_extent_dims(space, &n, nullptr);
+  if (dimensions == 1) H5Sget_simple_extent_dims(space, &n, nullptr);
   H5Sclose(space);
-  H5Dclose(d);
-  return static_cast<size_t>(n);
+  if (dimensions != 1) refuse("a dataset of " + std::to_string(dimensions) + " dimensions");
+  if (H5Tget_class(type) != H5T_COMPOUND) refuse("a dataset of values that are not records");
+  const int64_t record = static_cast<int64_t>(H5Tget_size(type));
+  const int64_t memory = machine_memory_bytes();
+  if (memory > 0 && n > static_cast<hsize_t>(memory / (record + kReadBytesPerRow))) {
+    close();
+    file.fail("has /" + name + " of " +
+              with_commas(static_cast<int64_t>(std::min<hsize_t>(n, INT64_MAX))) + " rows of " +
+              std::to_string(record) + " bytes, more than this machine's " + gigabytes(memory) +
+              " of memory can read");
+  }
+  rows = static_cast<size_t>(n);
+}
+
+ResultFile::Table::~Table() {
+  close();
+}
+
+void ResultFile::Table::close() {
+  if (type >= 0) H5Tclose(type);
+  if (dataset >= 0) H5Dclose(dataset);
+  type = dataset = -1;
+}
+
+size_t ResultFile::rows(const std::string& table) const {
+  return Table(*this, table).rows;
 }
 
 bool ResultFile::has_column(const std::string& table, const char* column) const {
-  const hid_t d = H5Dopen2(file_, table.c_str(), H5P_DEFAULT);
-  const hid_t type = H5Dget_type(d);
-  const bool has = H5Tget_member_index(type, column) >= 0;
-  H5Tclose(type);
-  H5Dclose(d);
-  return has;
+  return H5Tget_member_index(Table(*this, table).type, column) >= 0;
 }
 
 std::vector<std::string> ResultFile::text_column(const std::string& table,
                                                  const char* column) const {
-  const hid_t d = H5Dopen2(file_, table.c_str(), H5P_DEFAULT);
-  const hid_t type = H5Dget_type(d);
-  const int index = H5Tget_member_index(type, column);
+  const Table t(*this, table);
+  const int index = H5Tget_member_index(t.type, column);
   if (index < 0) fail("has no column " + std::string(column) + " in /" + table);
-  const hid_t member = H5Tget_member_type(type, static_cast<unsigned>(index));
-  const size_t n = rows(table);
-  std::vector<std::string> out(n);
+  const hid_t member = H5Tget_member_type(t.type, static_cast<unsigned>(index));
+  std::vector<std::string> out(t.rows);
   if (H5Tget_class(member) == H5T_STRING) {
     const size_t width = H5Tget_size(member);
     const hid_t mem = H5Tcreate(H5T_COMPOUND, width);
@@ -100,45 +142,43 @@ std::vector<std::string> ResultFile::text_column(const std::string& table,
     H5Tset_size(str, width);
     H5Tset_strpad(str, H5T_STR_NULLPAD);
     H5Tinsert(mem, column, 0, str);
-    std::vector<char> data(n * width);
-    if (n > 0 && H5Dread(d, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data()) < 0)
-      fail("cannot read /" + table);
-    for (size_t i = 0; i < n; ++i) {
+    std::vector<char> data(t.rows * width);
+    const bool read =
+        t.rows == 0 || H5Dread(t.dataset, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data()) >= 0;
+    H5Tclose(str);
+    H5Tclose(mem);
+    H5Tclose(member);
+    if (!read) fail("cannot read /" + table);
+    for (size_t i = 0; i < t.rows; ++i) {
       const char* s = data.data() + i * width;
       out[i] = std::string(s, strnlen(s, width));
     }
-    H5Tclose(str);
-    H5Tclose(mem);
   } else {
-    const std::vector<double> numbers = read_numbers(d, column, n);
-    for (size_t i = 0; i < n; ++i) {
+    H5Tclose(member);
+    const std::vector<double> numbers = read_numbers(t, table, column);
+    for (size_t i = 0; i < t.rows; ++i) {
       std::ostringstream text;
       text << std::setprecision(17) << numbers[i];
       out[i] = text.str();
     }
   }
-  H5Tclose(member);
-  H5Tclose(type);
-  H5Dclose(d);
   return out;
 }
 
 std::vector<double> ResultFile::number_column(const std::string& table, const char* column) const {
-  const hid_t d = H5Dopen2(file_, table.c_str(), H5P_DEFAULT);
-  std::vector<double> out = read_numbers(d, column, rows(table));
-  H5Dclose(d);
-  return out;
+  return read_numbers(Table(*this, table), table, column);
 }
 
-std::vector<double> ResultFile::read_numbers(hid_t d, const char* column, size_t n) const {
+std::vector<double> ResultFile::read_numbers(const Table& t, const std::string& table,
+                                             const char* column) const {
   const hid_t mem = H5Tcreate(H5T_COMPOUND, sizeof(double));
   H5Tinsert(mem, column, 0, H5T_NATIVE_DOUBLE);
-  std::vector<double> out(n);
-  if (n > 0 && H5Dread(d, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()) < 0) {
-    H5Tclose(mem);
-    fail(std::string("cannot read the column ") + column + " as numbers");
-  }
+  std::vector<double> out(t.rows);
+  const bool read =
+      t.rows == 0 || H5Dread(t.dataset, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()) >= 0;
   H5Tclose(mem);
+  if (!read)
+    fail("cannot read the column " + std::string(column) + " of /" + table + " as numbers");
   return out;
 }
 

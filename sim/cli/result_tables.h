@@ -39,7 +39,21 @@ class ResultFile {
   std::vector<double> number_column(const std::string& table, const char* column) const;
 
  private:
-  std::vector<double> read_numbers(hid_t d, const char* column, size_t n) const;
+  // An open table: a one-dimensional dataset of compound records, small enough to read into
+  // this machine's memory; anything else at `name` fails, naming what was found.
+  struct Table {
+    Table(const ResultFile& file, const std::string& name);
+    ~Table();
+    Table(const Table&) = delete;
+    Table& operator=(const Table&) = delete;
+    hid_t dataset = -1, type = -1;
+    size_t rows = 0;
+
+   private:
+    void close();
+  };
+  std::vector<double> read_numbers(const Table& t, const std::string& table,
+                                   const char* column) const;
   [[noreturn]] void fail(const std::string& what) const;
 
   std::string path_;
