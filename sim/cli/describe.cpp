@@ -3,6 +3,7 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <stdexcept>
 
 #include "hw/run/hw_config.h"
 #include "models/fabric/fabric_spec.h"
@@ -237,7 +238,12 @@ int command_describe(const std::vector<std::string>& args) {
       }
       doc.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
     }
-    print_hdf5_schema(std::cout, doc);
+    try {
+      print_hdf5_schema(std::cout, doc);
+    } catch (const std::runtime_error& e) {
+      std::cerr << "fabtwin describe: " << args[1] << ": " << e.what() << "\n";
+      return 2;
+    }
     return 0;
   }
   if (!args.empty() && args[0] == "--json-schema") {

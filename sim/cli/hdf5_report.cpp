@@ -3,6 +3,7 @@
 #include <cstring>
 #include <map>
 #include <sstream>
+#include <stdexcept>
 
 #include "sim/atomic_file.h"
 #include "sim/cli/collective_rows.h"
@@ -235,29 +236,36 @@ void print_hdf5_schema(std::ostream& out, const std::string& doc) {
     return;
   }
   // The doc with each generated block replaced by the current one of its dataset; blocks the
-  // doc lacks come at the end.
+  // doc lacks come at the end. Printed only once the whole doc has been read.
   std::map<std::string, std::string> unused(blocks.begin(), blocks.end());
+  std::ostringstream updated;
   std::istringstream in(doc);
   std::string line;
-  bool inside = false;
+  int number = 0, opened = 0;
   while (std::getline(in, line)) {
-    if (!inside && line.rfind(kBegin, 0) == 0) {
-      inside = true;
+    ++number;
+    if (opened == 0 && line.rfind(kBegin, 0) == 0) {
+      opened = number;
       const std::string name =
           line.substr(std::strlen(kBegin), line.find(" -->") - std::strlen(kBegin));
       if (const auto it = unused.find(name); it != unused.end()) {
-        out << it->second;
+        updated << it->second;
         unused.erase(it);
       }
-    } else if (inside) {
-      inside = line != kEnd;
+    } else if (opened > 0) {
+      if (line == kEnd) opened = 0;
     } else {
-      out << line << "\n";
+      updated << line << "\n";
     }
   }
-  for (const auto& [name, text] : blocks) {
-    if (unused.count(name)) out << "\n" << text;
+  if (opened > 0) {
+    throw std::runtime_error("the generated table that begins at line " + std::to_string(opened) +
+                             " has no end marker (" + kEnd + ")");
   }
+  for (const auto& [name, text] : blocks) {
+    if (unused.count(name)) updated << "\n" << text;
+  }
+  out << updated.str();
 }
 
 }  // namespace fabtwin

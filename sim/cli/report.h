@@ -40,7 +40,8 @@ nlohmann::json json_report(const RunResult& r);
 void write_json_report(const RunResult& r, const std::filesystem::path& file);
 void write_hdf5(const RunResult& r, const std::filesystem::path& file);
 // The HDF5 tables' fields as Markdown tables between markers; given `doc` (the text of
-// docs/hdf5-schema.md), that text with its generated tables brought up to date.
+// docs/hdf5-schema.md), that text with its generated tables brought up to date; nothing is
+// printed, and std::runtime_error names the line, when a generated table in it has no end.
 void print_hdf5_schema(std::ostream& out, const std::string& doc = "");
 
 std::string hex64(uint64_t v);
