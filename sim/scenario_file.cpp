@@ -1,9 +1,8 @@
 #include "sim/scenario_file.h"
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 
+#include "sim/file_contents.h"
 #include "sim/params.h"
 #include "sim/utf8_text.h"
 
@@ -47,15 +46,13 @@ std::string nesting_error(size_t line) {
 }  // namespace
 
 nlohmann::json read_json_file(const std::filesystem::path& file, const std::string& path) {
-  std::error_code error;
-  if (std::filesystem::is_directory(file, error)) {
-    throw ScenarioError(path, "expected a JSON file, found a directory at " + file.string());
+  std::string text;
+  try {
+    text = file_contents(file, "JSON file");
+  } catch (const std::runtime_error& e) {
+    throw ScenarioError(path, e.what());
   }
-  std::ifstream in(file);
-  if (!in) throw ScenarioError(path, "cannot open JSON file " + file.string());
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return parse_json_text(buffer.str(), file.string(), path);
+  return parse_json_text(text, file.string(), path);
 }
 
 nlohmann::json parse_json_text(const std::string& text, const std::string& source,

@@ -2,9 +2,9 @@
 
 #include <openssl/evp.h>
 
-#include <fstream>
-#include <sstream>
 #include <stdexcept>
+
+#include "sim/file_contents.h"
 
 namespace fabtwin {
 
@@ -24,12 +24,7 @@ std::string sha256_hex(const std::string& bytes) {
 }
 
 std::string file_sha256_hex(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  std::ostringstream bytes;
-  if (!in || !(bytes << in.rdbuf())) {
-    throw std::runtime_error("'" + file.string() + "' cannot be read");
-  }
-  return sha256_hex(bytes.str());
+  return sha256_hex(file_contents(file, "file"));
 }
 
 }  // namespace fabtwin

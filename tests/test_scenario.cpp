@@ -166,7 +166,8 @@ TEST_CASE("a file that is not JSON is reported with its line and column", "[scen
   const fs::path bad = write_temp("bad.json", "{\n  \"run\": {\"end\": \"1ms\",}\n}\n");
   CHECK_THROWS_WITH(load_scenario(bad),
                     Catch::Contains("bad.json:2:") && Catch::Contains("not valid JSON"));
-  CHECK_THROWS_WITH(load_scenario(kData / "no-such-file.json"), Catch::Contains("cannot open"));
+  CHECK_THROWS_WITH(load_scenario(kData / "no-such-file.json"),
+                    Catch::Contains("cannot read the JSON file"));
 }
 
 TEST_CASE("deep nesting, a directory for a file and a non-decimal index are refused by name",

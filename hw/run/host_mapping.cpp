@@ -1,8 +1,10 @@
 #include "hw/run/host_mapping.h"
 
 #include <cstdlib>
-#include <fstream>
 #include <sstream>
+#include <stdexcept>
+
+#include "sim/file_contents.h"
 
 namespace fabtwin::hw {
 namespace {
@@ -77,11 +79,13 @@ HostMapping parse_hosts_text(const std::string& text, const std::string& file, i
 }
 
 HostMapping read_hosts_file(const std::string& file, int hosts) {
-  std::ifstream in(file);
-  if (!in) throw MappingError("cannot read the hosts file '" + file + "' (hw.hosts)");
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_hosts_text(text.str(), file, hosts);
+  std::string text;
+  try {
+    text = file_contents(file, "hosts file");
+  } catch (const std::runtime_error& e) {
+    throw MappingError(std::string(e.what()) + " (hw.hosts)");
+  }
+  return parse_hosts_text(text, file, hosts);
 }
 
 HostMapping block_mapping(int hosts, int ranks) {

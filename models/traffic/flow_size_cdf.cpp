@@ -1,9 +1,10 @@
 #include "models/traffic/flow_size_cdf.h"
 
 #include <cmath>
-#include <fstream>
 #include <sstream>
 #include <stdexcept>
+
+#include "sim/file_contents.h"
 
 namespace fabtwin {
 
@@ -39,13 +40,7 @@ FlowSizeCdf FlowSizeCdf::from_points(std::vector<std::pair<double, double>> poin
 }
 
 FlowSizeCdf FlowSizeCdf::load(const std::filesystem::path& file) {
-  std::error_code error;
-  if (std::filesystem::is_directory(file, error)) {
-    throw std::runtime_error("expected a flow-size CDF file, found a directory at " +
-                             file.string());
-  }
-  std::ifstream in(file);
-  if (!in) throw std::runtime_error("cannot open flow-size CDF " + file.string());
+  std::istringstream in(file_contents(file, "flow-size CDF file"));
   std::vector<std::pair<double, double>> points;
   std::string line;
   int number = 0;

@@ -1,13 +1,12 @@
 #include "sim/cli/describe.h"
 
-#include <fstream>
 #include <iostream>
-#include <iterator>
 #include <stdexcept>
 
 #include "hw/run/hw_config.h"
 #include "models/fabric/fabric_spec.h"
 #include "sim/cli/report.h"
+#include "sim/file_contents.h"
 #include "sim/utf8_text.h"
 
 namespace fabtwin {
@@ -231,12 +230,12 @@ int command_describe(const std::vector<std::string>& args) {
   if (!args.empty() && args[0] == "--hdf5-schema") {
     std::string doc;
     if (args.size() > 1) {
-      std::ifstream in(args[1]);
-      if (!in) {
-        std::cerr << "fabtwin describe: cannot read " << args[1] << "\n";
+      try {
+        doc = file_contents(args[1], "Markdown file");
+      } catch (const std::runtime_error& e) {
+        std::cerr << "fabtwin describe: " << e.what() << "\n";
         return 2;
       }
-      doc.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
     }
     try {
       print_hdf5_schema(std::cout, doc);

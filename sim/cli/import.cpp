@@ -2,7 +2,6 @@
 #include "sim/cli/import.h"
 
 #include <boost/program_options.hpp>
-#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -11,6 +10,7 @@
 #include "sim/atomic_file.h"
 #include "sim/cli/hdf5_table.h"
 #include "sim/cli/report.h"
+#include "sim/file_contents.h"
 #include "sim/utf8_text.h"
 
 namespace po = boost::program_options;
@@ -33,12 +33,11 @@ void property(MeasurementFile& m, const std::string& name, int64_t value) {
 }
 
 std::string read_log(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw hw::LogFormatError("cannot read the log '" + path + "'");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw hw::LogFormatError("cannot read the log '" + path + "'");
-  return text.str();
+  try {
+    return file_contents(path, "log");
+  } catch (const std::runtime_error& e) {
+    throw hw::LogFormatError(e.what());
+  }
 }
 
 void write_contents(const MeasurementFile& m, const std::filesystem::path& path,

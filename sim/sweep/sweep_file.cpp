@@ -3,11 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
-#include <iterator>
 #include <map>
 #include <set>
 
+#include "sim/file_contents.h"
 #include "sim/params.h"
 #include "sim/rng.h"
 #include "sim/units.h"
@@ -433,15 +432,16 @@ SweepFile parse_sweep(const nlohmann::json& j, const std::filesystem::path& file
 }
 
 SweepFile read_sweep_file(const std::filesystem::path& file) {
+  std::string text;
   nlohmann::json j;
   try {
-    j = read_json_file(file, "");
-  } catch (const ScenarioError& e) {
+    text = file_contents(file, "JSON file");
+    j = parse_json_text(text, file.string(), "");
+  } catch (const std::runtime_error& e) {  // the file unreadable, or a ScenarioError of its JSON
     throw SweepError(std::string("sweep file: ") + e.what());
   }
   SweepFile s = parse_sweep(j, file);
-  std::ifstream in(file, std::ios::binary);
-  s.text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  s.text = std::move(text);
   return s;
 }
 
