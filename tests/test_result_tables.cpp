@@ -10,6 +10,7 @@
 #include <functional>
 #include <string>
 
+#include "sim/cli/report.h"
 #include "sim/cli/result_tables.h"
 #include "test_support.h"
 
@@ -35,15 +36,16 @@ hid_t row_type() {
   return t;
 }
 
-// A file with the root attribute of a result file and whatever `make` puts at /flows.
-fs::path result_file(const std::string& name, const std::function<void(hid_t)>& make) {
+// A file with the root attribute of a result file (schema_version `version`) and whatever
+// `make` puts at /flows.
+fs::path result_file(const std::string& name, const std::function<void(hid_t)>& make,
+                     int64_t version = kHdf5SchemaVersion) {
   const fs::path path = testing::temp_dir() / ("result_tables_" + name + ".h5");
   const hid_t f = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
   REQUIRE(f >= 0);
   const hid_t scalar = H5Screate(H5S_SCALAR);
   const hid_t attr =
       H5Acreate2(f, "schema_version", H5T_NATIVE_INT64, scalar, H5P_DEFAULT, H5P_DEFAULT);
-  const int64_t version = 4;
   H5Awrite(attr, H5T_NATIVE_INT64, &version);
   H5Aclose(attr);
   H5Sclose(scalar);
@@ -178,4 +180,34 @@ TEST_CASE("a table too large for this machine's memory is refused before it is r
                                            "has /flows of 1,000,000,000,000 rows of 16 bytes, "
                                            "more than this machine's ")));
   CHECK_THAT(said, Catch::EndsWith(" GB of memory can read"));
+}
+
+TEST_CASE("a result file of a schema this fabtwin does not know is refused, not misread",
+          "[result_tables]") {
+  const auto write = [](hid_t f) { write_rows(f, {4}, kRows); };
+  CHECK(ResultFile(result_file("version_1", write, 1).string()).rows("flows") == 4);
+  CHECK(ResultFile(result_file("version_now", write).string()).rows("flows") == 4);
+  for (const int64_t version : {int64_t{0}, int64_t{kHdf5SchemaVersion + 1}}) {
+    const fs::path file = result_file("version_" + std::to_string(version), write, version);
+    CHECK_THROWS_WITH(
+        ResultFile(file.string()),
+        about(file, "has schema_version " + std::to_string(version) +
+                        "; this fabtwin reads versions 1 to " + std::to_string(kHdf5SchemaVersion) +
+                        " (a newer file needs the fabtwin that wrote it)"));
+  }
+  const fs::path text = result_file("version_text", [](hid_t f) {
+    H5Adelete(f, "schema_version");
+    const hid_t type = H5Tcopy(H5T_C_S1);
+    H5Tset_size(type, 5);
+    const hid_t scalar = H5Screate(H5S_SCALAR);
+    const hid_t attr = H5Acreate2(f, "schema_version", type, scalar, H5P_DEFAULT, H5P_DEFAULT);
+    H5Awrite(attr, type, "four");
+    H5Aclose(attr);
+    H5Sclose(scalar);
+    H5Tclose(type);
+  });
+  CHECK_THROWS_WITH(ResultFile(text.string()),
+                    about(text,
+                          "has a schema_version that is not an integer: not a fabtwin "
+                          "result file"));
 }

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "models/fabric/memory_estimate.h"
+#include "sim/cli/report.h"
 
 namespace fabtwin {
 
@@ -30,8 +31,31 @@ ResultFile::ResultFile(const std::string& path) : path_(path) {
   if (H5Fis_hdf5(path.c_str()) <= 0) fail("is not an HDF5 file");
   file_ = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
   if (file_ < 0) fail("cannot be opened");
+  try {
+    check_schema_version();
+  } catch (...) {
+    H5Fclose(file_);  // the destructor does not run for an object whose constructor throws
+    throw;
+  }
+}
+
+// The tables read here keep their columns' names and meanings from version 1 on; a newer layout
+// may not, and is refused rather than misread (docs/hdf5-schema.md, "Versioning").
+void ResultFile::check_schema_version() const {
   if (H5Aexists(file_, "schema_version") <= 0)
     fail("has no schema_version: not a fabtwin result file");
+  int64_t version = 0;
+  const hid_t a = H5Aopen(file_, "schema_version", H5P_DEFAULT);
+  const hid_t type = H5Aget_type(a);
+  const bool integer =
+      H5Tget_class(type) == H5T_INTEGER && H5Aread(a, H5T_NATIVE_INT64, &version) >= 0;
+  H5Tclose(type);
+  H5Aclose(a);
+  if (!integer) fail("has a schema_version that is not an integer: not a fabtwin result file");
+  if (version < 1 || version > kHdf5SchemaVersion) {
+    fail("has schema_version " + std::to_string(version) + "; this fabtwin reads versions 1 to " +
+         std::to_string(kHdf5SchemaVersion) + " (a newer file needs the fabtwin that wrote it)");
+  }
 }
 
 ResultFile::~ResultFile() {

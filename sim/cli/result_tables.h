@@ -52,6 +52,7 @@ class ResultFile {
    private:
     void close();
   };
+  void check_schema_version() const;
   std::vector<double> read_numbers(const Table& t, const std::string& table,
                                    const char* column) const;
   [[noreturn]] void fail(const std::string& what) const;
