@@ -64,9 +64,9 @@ test: build fuzz-build
 FUZZ_TIMEOUT   ?= 10
 FUZZ_RSS_MB    ?= 2048
 FUZZ_MALLOC_MB ?= 1024
-LOG_FUZZ_FLAGS = -timeout=$(FUZZ_TIMEOUT) -rss_limit_mb=$(FUZZ_RSS_MB) \
+FUZZ_LIMITS = -timeout=$(FUZZ_TIMEOUT) -rss_limit_mb=$(FUZZ_RSS_MB) \
   -malloc_limit_mb=$(FUZZ_MALLOC_MB) -print_final_stats=1
-FUZZ_FLAGS = $(LOG_FUZZ_FLAGS) -dict=$(FUZZ_BUILD)/tests/fuzz/scenario.dict
+FUZZ_FLAGS = $(FUZZ_LIMITS) -dict=$(FUZZ_BUILD)/tests/fuzz/scenario.dict
 FUZZER = $(FUZZ_BUILD)/tests/fuzz/scenario_fuzz
 LOG_FUZZER = $(FUZZ_BUILD)/tests/fuzz/log_fuzz
 SWEEP_FUZZER = $(FUZZ_BUILD)/tests/fuzz/sweep_fuzz
@@ -89,7 +89,7 @@ $(1) -seed=1 -runs=$(2) -max_total_time=$(FUZZ_SMOKE_SECONDS) -artifact_prefix=$
 endef
 fuzz-smoke: fuzz-build
 	$(call fuzz_smoke,$(FUZZER) $(FUZZ_FLAGS),$(FUZZ_SMOKE_RUNS),smoke-corpus,$(FUZZ_BUILD)/tests/fuzz/seeds,tests/fuzz/regressions)
-	$(call fuzz_smoke,$(LOG_FUZZER) $(LOG_FUZZ_FLAGS),$(LOG_FUZZ_SMOKE_RUNS),log-smoke-corpus,$(FUZZ_BUILD)/tests/fuzz/log-seeds,tests/fuzz/log-regressions)
+	$(call fuzz_smoke,$(LOG_FUZZER) $(FUZZ_LIMITS),$(LOG_FUZZ_SMOKE_RUNS),log-smoke-corpus,$(FUZZ_BUILD)/tests/fuzz/log-seeds,tests/fuzz/log-regressions)
 	$(call fuzz_smoke,$(SWEEP_FUZZER) $(FUZZ_FLAGS),$(SWEEP_FUZZ_SMOKE_RUNS),sweep-smoke-corpus,$(FUZZ_BUILD)/tests/fuzz/sweep-seeds,tests/fuzz/sweep-regressions)
 
 # FUZZ_SECONDS of fuzzing from a corpus that runs build on, with FUZZ_JOBS processes; the first
@@ -106,7 +106,7 @@ endef
 fuzz: fuzz-build
 	$(call fuzz_run,$(FUZZER) $(FUZZ_FLAGS),$(FUZZ_CORPUS),$(FUZZ_BUILD)/tests/fuzz/seeds tests/fuzz/regressions)
 fuzz-logs: fuzz-build
-	$(call fuzz_run,$(LOG_FUZZER) $(LOG_FUZZ_FLAGS),$(LOG_FUZZ_CORPUS),$(FUZZ_BUILD)/tests/fuzz/log-seeds tests/fuzz/log-regressions)
+	$(call fuzz_run,$(LOG_FUZZER) $(FUZZ_LIMITS),$(LOG_FUZZ_CORPUS),$(FUZZ_BUILD)/tests/fuzz/log-seeds tests/fuzz/log-regressions)
 fuzz-sweeps: fuzz-build
 	$(call fuzz_run,$(SWEEP_FUZZER) $(FUZZ_FLAGS),$(SWEEP_FUZZ_CORPUS),$(FUZZ_BUILD)/tests/fuzz/sweep-seeds tests/fuzz/sweep-regressions)
 

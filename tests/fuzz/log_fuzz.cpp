@@ -1,7 +1,8 @@
 // libFuzzer target over the log importers (`fabtwin import perftest|nccl-tests`): any bytes, read
 // as a perftest log and as an nccl-tests log, must either parse or be refused with a
 // LogFormatError naming the line. Anything else (a crash, a sanitizer report, another exception,
-// a hang, memory beyond libFuzzer's limits) is a finding. Seeds: the logs in tests/data/logs.
+// a hang, memory beyond libFuzzer's limits) is a finding. Seeds: the logs in tests/data/logs and
+// tests/data/observe.
 #include <cstdint>
 #include <string_view>
 
